@@ -1,0 +1,45 @@
+// config.h: every tunable in one place, with the defaults the specs give.
+//
+// Units live in the types. Values marked "issue 2" follow the foundation issue where it
+// is stricter than the agent spec (see docs/design.md); later layers may override them per
+// front door. Plain aggregate: copy it, change fields, pass it down.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace uexec::base {
+
+using std::chrono::milliseconds;
+
+struct PtySize {
+  unsigned short rows = 24;
+  unsigned short cols = 80;
+  friend bool operator==(const PtySize&, const PtySize&) = default;
+};
+
+struct Config {
+  // After the leader is reaped, wait at most this long for output EOF before the verdict
+  // and the `exited` event (Codex's 20 ms drain). Runs on a uv timer, never a sleep.
+  milliseconds exit_drain{20};
+  // After `exited`, wait at most this long for EOF before hanging up the output fds and
+  // publishing `closed`. The foundation issue finishes a session within the exit drain, so
+  // the default is 0; the protocol's closeDrainMs (1000) is set by the front doors that need it.
+  milliseconds close_drain{0};
+  // Escalation: SIGHUP/SIGTERM, then SIGKILL after this grace.
+  milliseconds terminate_grace{1000};
+
+  // Output retention per session: head = floor(max/2) bytes, tail = the rest.
+  std::size_t retain_bytes = 1024 * 1024;
+  // Most bytes read from one fd per readable event before yielding to other sessions.
+  std::size_t read_burst_bytes = 1024 * 1024;
+  // Most bytes queued for a child's stdin before writes fail with kLimit.
+  std::size_t stdin_queue_max = 1024 * 1024;
+
+  PtySize default_size{};
+};
+
+// Size of the loop-owned read slab: one read(2) returns at most this many bytes.
+inline constexpr std::size_t kReadSlabSize = 64 * 1024;
+
+}  // namespace uexec::base

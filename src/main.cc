@@ -1,0 +1,59 @@
+// main.cc: the `uexec` entry point. Raises RLIMIT_NOFILE, then dispatches a subcommand.
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "tools/uexec/commands.h"
+
+namespace {
+
+constexpr const char* kUsage = R"(uexec: a PTY session manager
+
+usage:
+  uexec run [--tty] [--cwd DIR] [--env NAME=VALUE]... [--size ROWSxCOLS] -- CMD [ARG...]
+      Run one command as a session and stream its output as it arrives. Exits with the
+      command's exit code, or 128+N when signal N killed it. Without --tty, stdout and
+      stderr stay separate and stdin is forwarded through a pipe; with --tty the command
+      gets a PTY, and when stdin is a terminal it is put in raw mode and forwarded, with
+      the window size, until the command ends.
+      When the command cannot start: 127 (not found), 126 (found, cannot run), 125 (other).
+  uexec demo
+      An interactive login shell ($SHELL -l) through the session core.
+  uexec help | --help | -h
+      This text.
+
+environment:
+  UEXEC_LOG=error|warn|info|debug   log level for uexec's own messages (stderr; default warn)
+)";
+
+// Many sessions need many fds; Debian's soft limit is often 1024 with a far higher hard one.
+void raise_nofile_limit() {
+  rlimit rl{};
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  raise_nofile_limit();
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::fputs(kUsage, stderr);
+    return uexec::cli::kExitUsage;
+  }
+  std::string cmd = args.front();
+  args.erase(args.begin());
+  if (cmd == "run") return uexec::cli::cmd_run(args);
+  if (cmd == "demo") return uexec::cli::cmd_demo(args);
+  if (cmd == "help" || cmd == "--help" || cmd == "-h") {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "uexec: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+  return uexec::cli::kExitUsage;
+}

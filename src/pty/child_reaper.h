@@ -1,0 +1,64 @@
+// child_reaper.h: learning, on the loop, that one of our children has exited.
+//
+// Per pid, never waitpid(-1): libuv reaps its own uv_spawn children by pid, and a wildcard
+// wait would steal them (and any other library's). With a pidfd (CLONE_PIDFD, Linux 5.2)
+// each child gets a uv_poll_t that turns readable when it exits, so the event names the
+// child. Without one, a SIGCHLD watcher walks our pids with waitpid(pid, WNOHANG). Exited
+// pids are collected first and called back after, so a callback may spawn or unwatch.
+//
+// Rules: Loop thread only. A watched child is reaped exactly once, by us; its callback runs
+// once, after the reap, with the ExitStatus.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <unordered_map>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+#include "loop/loop.h"
+#include "loop/signal_watcher.h"
+#include "loop/uv_handle.h"
+#include "pty/exit_status.h"
+
+namespace uexec::pty {
+
+class ChildReaper {
+ public:
+  using ExitFn = std::function<void(const ExitStatus&)>;
+
+  explicit ChildReaper(loop::Loop& loop) : loop_(&loop), sigchld_(loop) {}
+  ~ChildReaper();
+  ChildReaper(const ChildReaper&) = delete;
+  ChildReaper& operator=(const ChildReaper&) = delete;
+
+  // Watches `pid`; `pidfd` (may be invalid) is taken over. fn runs once after the reap.
+  [[nodiscard]] base::Result<void> watch(pid_t pid, base::UniqueFd pidfd, ExitFn fn);
+  // Stops watching without reaping (the caller reaps, e.g. in a destructor).
+  void unwatch(pid_t pid) noexcept;
+  std::size_t watched() const noexcept { return children_.size(); }
+
+  // Non-blocking reap of one pid; nullopt-like false when it has not exited.
+  static bool try_reap(pid_t pid, ExitStatus* out) noexcept;
+
+ private:
+  struct Child {
+    ChildReaper* owner;
+    pid_t pid;
+    base::UniqueFd pidfd;
+    loop::UvHandle<uv_poll_t> poll;
+    ExitFn fn;
+  };
+  static void on_pidfd(uv_poll_t* h, int status, int events) noexcept;
+  void sweep() noexcept;
+  void finish(pid_t pid, const ExitStatus& st) noexcept;
+
+  loop::Loop* loop_;
+  loop::SignalWatcher sigchld_;
+  bool sigchld_started_ = false;
+  std::unordered_map<pid_t, std::unique_ptr<Child>> children_;
+};
+
+}  // namespace uexec::pty

@@ -1,0 +1,229 @@
+#include "session/output_ring.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace uexec::session {
+
+std::size_t ReadResult::bytes() const noexcept {
+  std::size_t n = 0;
+  for (const auto& p : pieces) n += p.bytes.size();
+  return n;
+}
+
+std::string ReadResult::text() const {
+  std::string s;
+  s.reserve(bytes());
+  for (const auto& p : pieces) s.append(reinterpret_cast<const char*>(p.bytes.data()), p.bytes.size());
+  return s;
+}
+
+Subscription::~Subscription() {
+  if (ring_) ring_->remove(this);
+}
+
+OutputRing::OutputRing(std::size_t retain_bytes) : head_(retain_bytes / 2), tail_(retain_bytes - retain_bytes / 2) {}
+
+OutputRing::~OutputRing() {
+  for (auto* s : subs_)
+    if (s) s->ring_ = nullptr;
+}
+
+Offset OutputRing::tail_start() const noexcept {
+  if (total_ <= head_) return total_;
+  return std::max<Offset>(head_, total_ > tail_ ? total_ - tail_ : 0);
+}
+
+OutputRing::Page OutputRing::take_page() {
+  if (spare_) return std::move(spare_);
+  return Page(new std::byte[kPageSize]);
+}
+
+void OutputRing::write_head(Offset off, std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    std::size_t page = static_cast<std::size_t>(off / kPageSize);
+    std::size_t within = static_cast<std::size_t>(off % kPageSize);
+    while (head_pages_.size() <= page) head_pages_.push_back(take_page());
+    std::size_t n = std::min(bytes.size(), kPageSize - within);
+    std::memcpy(head_pages_[page].get() + within, bytes.data(), n);
+    bytes = bytes.subspan(n);
+    off += n;
+  }
+}
+
+void OutputRing::evict_tail_before(Offset new_tail_start) {
+  std::uint64_t first_needed = (new_tail_start - head_) / kPageSize;
+  while (!tail_pages_.empty() && tail_page0_ < first_needed) {
+    spare_ = std::move(tail_pages_.front());
+    tail_pages_.pop_front();
+    ++tail_page0_;
+  }
+  if (tail_pages_.empty()) tail_page0_ = first_needed;
+  while (!tail_index_.empty() && tail_index_.front().offset + tail_index_.front().len <= new_tail_start)
+    tail_index_.pop_front();
+  if (!tail_index_.empty() && tail_index_.front().offset < new_tail_start) {
+    Entry& e = tail_index_.front();
+    e.len -= new_tail_start - e.offset;
+    e.offset = new_tail_start;
+  }
+}
+
+void OutputRing::write_tail(Offset off, std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    std::uint64_t rel = off - head_;
+    std::uint64_t page = rel / kPageSize;
+    std::size_t within = static_cast<std::size_t>(rel % kPageSize);
+    while (tail_page0_ + tail_pages_.size() <= page) tail_pages_.push_back(take_page());
+    std::size_t n = std::min(bytes.size(), kPageSize - within);
+    std::memcpy(tail_pages_[static_cast<std::size_t>(page - tail_page0_)].get() + within, bytes.data(), n);
+    bytes = bytes.subspan(n);
+    off += n;
+  }
+}
+
+void OutputRing::push_entry(std::deque<Entry>& index, const Entry& e) {
+  index.push_back(e);
+  if (index.size() <= kMaxIndexEntries) return;
+  // Over the cap: merge the two oldest entries (contiguous within one region). O(1).
+  Entry a = index.front();
+  index.pop_front();
+  Entry& b = index.front();
+  b.len += b.offset - a.offset;
+  b.offset = a.offset;
+  b.stream = a.stream;
+}
+
+void OutputRing::append(Seq seq, Stream stream, std::span<const std::byte> bytes) {
+  if (bytes.empty()) return;
+  Offset off = total_;
+  if (off < head_) {
+    std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), head_ - off));
+    write_head(off, bytes.first(n));
+    push_entry(head_index_, Entry{seq, off, n, stream});
+    bytes = bytes.subspan(n);
+    off += n;
+    total_ = off;
+  }
+  if (bytes.empty()) return notify();
+  Offset end = off + bytes.size();
+  total_ = end;
+  if (tail_ > 0) {
+    Offset keep_from = std::max<Offset>(head_, end > tail_ ? end - tail_ : 0);
+    evict_tail_before(keep_from);
+    if (keep_from > off) {  // a chunk longer than the tail budget leaves its last T bytes
+      bytes = bytes.subspan(static_cast<std::size_t>(keep_from - off));
+      off = keep_from;
+    }
+    write_tail(off, bytes);
+    push_entry(tail_index_, Entry{seq, off, bytes.size(), stream});
+  }
+  notify();
+}
+
+void OutputRing::notify() {
+  ++notifying_;
+  std::size_t n = subs_.size();  // subscribers added during the round wait for the next
+  for (std::size_t i = 0; i < n; ++i) {
+    if (Subscription* s = subs_[i]) {
+      auto fn = s->fn_;  // the callback may destroy its own Subscription
+      fn();
+    }
+  }
+  if (--notifying_ == 0 && subs_dirty_) {
+    subs_.erase(std::remove(subs_.begin(), subs_.end(), nullptr), subs_.end());
+    subs_dirty_ = false;
+  }
+}
+
+std::unique_ptr<Subscription> OutputRing::subscribe(std::function<void()> fn) {
+  std::unique_ptr<Subscription> sub(new Subscription(this, std::move(fn)));
+  subs_.push_back(sub.get());
+  return sub;
+}
+
+std::size_t OutputRing::subscribers() const noexcept {
+  return static_cast<std::size_t>(std::count_if(subs_.begin(), subs_.end(), [](auto* s) { return s != nullptr; }));
+}
+
+void OutputRing::remove(Subscription* sub) noexcept {
+  auto it = std::find(subs_.begin(), subs_.end(), sub);
+  if (it == subs_.end()) return;
+  if (notifying_ > 0) {
+    *it = nullptr;
+    subs_dirty_ = true;
+  } else {
+    subs_.erase(it);
+  }
+}
+
+const std::byte* OutputRing::byte_at(Offset off) const noexcept {
+  if (off < head_) return head_pages_[static_cast<std::size_t>(off / kPageSize)].get() + off % kPageSize;
+  std::uint64_t rel = off - head_;
+  return tail_pages_[static_cast<std::size_t>(rel / kPageSize - tail_page0_)].get() + rel % kPageSize;
+}
+
+void OutputRing::collect(const std::deque<Entry>& index, Offset from, Offset to, ReadResult& out) const {
+  if (from >= to) return;
+  // The entry holding `from`: the last one whose offset is <= from.
+  auto it = std::upper_bound(index.begin(), index.end(), from,
+                             [](Offset o, const Entry& e) { return o < e.offset; });
+  if (it != index.begin()) --it;
+  for (; it != index.end() && from < to; ++it) {
+    Offset e_end = std::min<Offset>(it->offset + it->len, to);
+    if (e_end <= from) continue;
+    Offset pos = std::max<Offset>(from, it->offset);
+    while (pos < e_end) {
+      // A piece ends at the entry's end or the page's end, whichever comes first.
+      Offset rel = pos < head_ ? pos : pos - head_;
+      std::uint64_t room = kPageSize - rel % kPageSize;
+      std::uint64_t n = std::min<std::uint64_t>(room, e_end - pos);
+      out.pieces.push_back(Piece{it->seq, it->stream, pos, {byte_at(pos), static_cast<std::size_t>(n)}});
+      pos += n;
+    }
+    from = e_end;
+  }
+}
+
+ReadResult OutputRing::read_from(Offset cursor, std::size_t max) const {
+  ReadResult out;
+  cursor = std::min(cursor, total_);
+  Offset limit = cursor + max;
+  if (cursor < head_end()) {
+    Offset to = std::min<Offset>(head_end(), limit);
+    collect(head_index_, cursor, to, out);
+    cursor = to;
+  }
+  Offset ts = tail_start();
+  if (cursor < ts && cursor >= head_end()) {
+    out.gap = ts - cursor;
+    limit += out.gap;  // the gap does not count against `max`
+    cursor = ts;
+  }
+  if (cursor >= ts && cursor < total_) {
+    Offset to = std::min<Offset>(total_, limit);
+    collect(tail_index_, cursor, to, out);
+    cursor = to;
+  }
+  out.next = cursor;
+  return out;
+}
+
+std::string OutputRing::render() const {
+  ReadResult r = read_from(0, head_end());
+  std::string s = r.text();
+  if (evicted() > 0) s += fmt::format("\n... {} bytes omitted ...\n", evicted());
+  ReadResult t = read_from(tail_start(), static_cast<std::size_t>(total_ - tail_start()));
+  s += t.text();
+  return s;
+}
+
+std::size_t OutputRing::memory_bytes() const noexcept {
+  std::size_t pages = head_pages_.size() + tail_pages_.size() + (spare_ ? 1 : 0);
+  return pages * kPageSize + (head_index_.size() + tail_index_.size()) * sizeof(Entry);
+}
+
+}  // namespace uexec::session

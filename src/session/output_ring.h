@@ -1,0 +1,137 @@
+// output_ring.h: everything we keep of one session's output.
+//
+// The first `head` = floor(retain/2) bytes and the last `tail` = retain - head bytes are kept;
+// the middle is counted, not stored (Codex's head+tail retention). Offsets are absolute and
+// never go back (tmux's offsets), so an agent poll, an RPC stream and a web terminal each
+// keep their own cursor and never steal from each other; a cursor that fell into the
+// evicted middle gets a gap report first, never silent loss.
+//
+//   offset 0          head             tail_start                 total
+//   |=== head pages ===|···· evicted ····|====== tail pages ========|
+//
+// Storage is 4 KiB pages allocated on first use (a silent session holds none), so memory is
+// bounded by `retain` plus two pages whatever the child writes. Each read(2) is one chunk
+// with the session's seq; a chunk index per region maps offsets back to (seq, stream), and
+// is capped (kMaxIndexEntries) by merging its oldest entries, so metadata stays bounded
+// too. The cost of the cap: when more than that many chunks are retained in a region, the
+// oldest merged entries report the later chunk's seq (and, for pipes, the first one's stream).
+//
+// Subscriptions are notifiers: append() and notify() wake each subscriber once; the
+// subscriber then reads from its own cursor. A Subscription is RAII and safe whichever of it
+// and the ring dies first. Loop thread only; knows nothing of libuv or JSON.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "pty/pty_process.h"
+
+namespace uexec::session {
+
+using Seq = std::uint64_t;
+using Offset = std::uint64_t;
+using pty::Stream;
+
+// A contiguous run of retained bytes from one chunk. `bytes` is valid until the next append.
+struct Piece {
+  Seq seq = 0;
+  Stream stream = Stream::kPty;
+  Offset offset = 0;
+  std::span<const std::byte> bytes;
+};
+
+struct ReadResult {
+  std::uint64_t gap = 0;      // bytes skipped because they were evicted (before the pieces)
+  Offset next = 0;            // the cursor to read from next time
+  std::vector<Piece> pieces;  // in offset order
+  std::size_t bytes() const noexcept;
+  std::string text() const;   // the pieces' bytes concatenated (the gap is not rendered)
+};
+
+class OutputRing;
+
+class Subscription {
+ public:
+  ~Subscription();
+  Subscription(const Subscription&) = delete;
+  Subscription& operator=(const Subscription&) = delete;
+
+ private:
+  friend class OutputRing;
+  Subscription(OutputRing* ring, std::function<void()> fn) : ring_(ring), fn_(std::move(fn)) {}
+  OutputRing* ring_;
+  std::function<void()> fn_;
+};
+
+class OutputRing {
+ public:
+  static constexpr std::size_t kPageSize = 4096;
+  static constexpr std::size_t kMaxIndexEntries = 8192;  // per region (head, tail)
+
+  explicit OutputRing(std::size_t retain_bytes);
+  ~OutputRing();
+  OutputRing(const OutputRing&) = delete;
+  OutputRing& operator=(const OutputRing&) = delete;
+
+  // Appends one chunk with its seq; wakes each subscriber once. Empty chunks store nothing.
+  void append(Seq seq, Stream stream, std::span<const std::byte> bytes);
+  // Wakes each subscriber once (exited, closed and other state changes).
+  void notify();
+
+  // Bytes at or after `cursor`, at most `max`; `gap` counts bytes lost to the evicted middle.
+  ReadResult read_from(Offset cursor, std::size_t max) const;
+  // The retained output as text: head, then "\n... N bytes omitted ...\n" when the middle
+  // was evicted, then the tail.
+  std::string render() const;
+
+  Offset total() const noexcept { return total_; }         // bytes ever appended
+  Offset head_end() const noexcept { return total_ < head_ ? total_ : head_; }
+  Offset tail_start() const noexcept;                      // first retained offset past the head
+  std::uint64_t evicted() const noexcept { return tail_start() - head_end(); }
+  std::size_t retained() const noexcept { return static_cast<std::size_t>(head_end() + total_ - tail_start()); }
+  // Heap bytes held by pages and indexes: what the retention costs right now.
+  std::size_t memory_bytes() const noexcept;
+
+  // Registers a notifier. It must not destroy the ring; it may drop its own Subscription.
+  [[nodiscard]] std::unique_ptr<Subscription> subscribe(std::function<void()> fn);
+  std::size_t subscribers() const noexcept;
+
+ private:
+  friend class Subscription;
+  struct Entry {
+    Seq seq;
+    Offset offset;
+    std::uint64_t len;
+    Stream stream;
+  };
+  using Page = std::unique_ptr<std::byte[]>;
+
+  Page take_page();
+  void write_head(Offset off, std::span<const std::byte> bytes);
+  void write_tail(Offset off, std::span<const std::byte> bytes);
+  void evict_tail_before(Offset new_tail_start);
+  static void push_entry(std::deque<Entry>& index, const Entry& e);
+  void collect(const std::deque<Entry>& index, Offset from, Offset to, ReadResult& out) const;
+  const std::byte* byte_at(Offset off) const noexcept;
+  void remove(Subscription* sub) noexcept;
+
+  std::uint64_t head_;   // head budget H
+  std::uint64_t tail_;   // tail budget T
+  Offset total_ = 0;
+  std::vector<Page> head_pages_;
+  std::deque<Page> tail_pages_;
+  std::uint64_t tail_page0_ = 0;  // page number (counted from offset H) of tail_pages_[0]
+  Page spare_;                    // one evicted page kept for reuse: no malloc churn in a flood
+  std::deque<Entry> head_index_, tail_index_;
+  std::vector<Subscription*> subs_;
+  int notifying_ = 0;
+  bool subs_dirty_ = false;
+};
+
+}  // namespace uexec::session

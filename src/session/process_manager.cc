@@ -1,0 +1,66 @@
+#include "session/process_manager.h"
+
+#include <string>
+
+namespace uexec::session {
+
+using base::Error;
+using base::Result;
+
+ProcessManager::ProcessManager(loop::Loop& loop, base::Config config)
+    : loop_(&loop), config_(config), reaper_(loop), sweep_(loop) {}
+
+ProcessManager::~ProcessManager() {
+  // Sessions before the reaper: each PtyProcess unwatches (and reaps) its own child.
+  sessions_.clear();
+  graveyard_.clear();
+}
+
+Result<SessionId> ProcessManager::start(const policy::ExecRequest& req) {
+  SessionId id = req.id;
+  if (id.empty()) {
+    do {
+      id = std::to_string(next_id_++);
+    } while (sessions_.count(id) != 0);
+  } else if (sessions_.count(id) != 0) {
+    return Error::invalid("process id " + id + " is already in use");
+  }
+  auto session = std::make_unique<Session>(*loop_, reaper_, config_, id, this);
+  if (auto r = session->start(policy::SandboxAttempt::none(), req); !r) return std::move(r).error();
+  sessions_.emplace(id, std::move(session));
+  return id;
+}
+
+Session* ProcessManager::find(const SessionId& id) noexcept {
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second.get();
+}
+
+void ProcessManager::remove(const SessionId& id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  graveyard_.push_back(std::move(it->second));
+  sessions_.erase(it);
+  if (!sweep_.active()) sweep_.start(std::chrono::milliseconds{0}, [this] { graveyard_.clear(); });
+}
+
+void ProcessManager::terminate_all() {
+  for (auto& [id, s] : sessions_) s->terminate();
+}
+
+std::vector<Session*> ProcessManager::sessions() {
+  std::vector<Session*> out;
+  out.reserve(sessions_.size());
+  for (auto& [id, s] : sessions_) out.push_back(s.get());
+  return out;
+}
+
+void ProcessManager::on_session_exited(Session& s) {
+  if (on_exited) on_exited(s);
+}
+
+void ProcessManager::on_session_closed(Session& s) {
+  if (on_closed) on_closed(s);
+}
+
+}  // namespace uexec::session

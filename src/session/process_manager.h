@@ -1,0 +1,70 @@
+// process_manager.h: the core API. Owns every Session by id, on the loop.
+//
+// start() validates, reserves an id, asks the SandboxAttempt for a SpawnSpec (every spawn
+// goes through env_for), spawns, and returns the id. Callers then read the session's
+// OutputRing through their own cursors and watch `exited` / `closed` through the hooks.
+// Finished sessions stay until remove(); the agent and protocol layers add their retention,
+// LRU pruning and tombstones on top.
+//
+// remove() never destroys a session inside a callback that came from it: the Session goes
+// to a graveyard that a zero-delay timer empties on the next loop turn.
+//
+// Ownership: Loop ─► ProcessManager ─► ChildReaper, Sessions. Destroying the manager
+// SIGKILLs and reaps any child still running, so nothing outlives it as a zombie.
+// Loop thread only.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "base/config.h"
+#include "base/result.h"
+#include "loop/loop.h"
+#include "loop/timer.h"
+#include "policy/sandbox_attempt.h"
+#include "pty/child_reaper.h"
+#include "session/session.h"
+
+namespace uexec::session {
+
+class ProcessManager final : public SessionObserver {
+ public:
+  explicit ProcessManager(loop::Loop& loop, base::Config config = {});
+  ~ProcessManager();
+  ProcessManager(const ProcessManager&) = delete;
+  ProcessManager& operator=(const ProcessManager&) = delete;
+
+  // Starts `req`. The id is req.id when given (kInvalidArgument if in use), else a new one.
+  [[nodiscard]] base::Result<SessionId> start(const policy::ExecRequest& req);
+  // The session, or nullptr.
+  Session* find(const SessionId& id) noexcept;
+  // Forgets a session; one still running is killed (SIGKILL) and reaped first.
+  void remove(const SessionId& id);
+  // Escalation on every session not yet finished.
+  void terminate_all();
+
+  std::size_t size() const noexcept { return sessions_.size(); }
+  std::vector<Session*> sessions();
+  const base::Config& config() const noexcept { return config_; }
+  loop::Loop& loop() noexcept { return *loop_; }
+
+  // Event hooks for the front door (one each; may be empty).
+  std::function<void(Session&)> on_exited;
+  std::function<void(Session&)> on_closed;
+
+ private:
+  void on_session_exited(Session& s) override;
+  void on_session_closed(Session& s) override;
+
+  loop::Loop* loop_;
+  base::Config config_;
+  pty::ChildReaper reaper_;
+  std::unordered_map<SessionId, std::unique_ptr<Session>> sessions_;
+  std::vector<std::unique_ptr<Session>> graveyard_;
+  loop::Timer sweep_;
+  std::uint64_t next_id_ = 1;
+};
+
+}  // namespace uexec::session

@@ -1,0 +1,134 @@
+#include "session/session.h"
+
+#include "base/log.h"
+
+namespace uexec::session {
+
+using base::Errc;
+using base::Error;
+using base::Result;
+
+Session::Session(loop::Loop& loop, pty::ChildReaper& reaper, const base::Config& config, SessionId id,
+                 SessionObserver* observer)
+    : loop_(&loop),
+      reaper_(&reaper),
+      config_(&config),
+      id_(std::move(id)),
+      observer_(observer),
+      ring_(config.retain_bytes),
+      drain_(loop),
+      close_wait_(loop) {}
+
+Session::~Session() = default;
+
+Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy::ExecRequest& req) {
+  auto spec = attempt.env_for(req);
+  if (!spec) return std::move(spec).error();
+  pty::ProcessOptions opts;
+  opts.tty = req.tty;
+  opts.size = req.size;
+  opts.stdin_pipe = req.stdin_pipe;
+  opts.read_burst_bytes = config_->read_burst_bytes;
+  opts.stdin_queue_max = config_->stdin_queue_max;
+  started_at_ = Clock::now();
+  auto proc = pty::PtyProcess::start(*loop_, *reaper_, *spec, opts, *this);
+  if (!proc) return std::move(proc).error();
+  process_ = std::move(proc).value();
+  pid_ = process_->pid();
+  tty_ = req.tty;
+  sandboxed_ = attempt.sandboxed();
+  argv_ = req.argv;
+  return {};
+}
+
+void Session::on_output(pty::Stream stream, std::span<const std::byte> bytes) {
+  ring_.append(next_seq_++, stream, bytes);
+}
+
+void Session::on_eof() {
+  eof_ = true;
+  advance();
+}
+
+void Session::on_exit(const pty::ExitStatus& status) {
+  exit_ = status;
+  advance();
+}
+
+// Runs after on_exit, on_eof and each timer, in any order. Nothing ends before the reap.
+void Session::advance() {
+  if (!exit_) {
+    if (eof_) ring_.notify();  // output_closed is observable state
+    return;
+  }
+  if (!verdict_) {
+    if (!eof_ && !drain_expired_) {
+      // Bytes written just before exit may still be in flight: wait a bounded time for EOF.
+      if (!drain_.active())
+        drain_.start(config_->exit_drain, [this] {
+          drain_expired_ = true;
+          advance();
+        });
+      return;
+    }
+    drain_.stop();
+    verdict_ = Verdict{*exit_, false};  // the one denial check goes here (sandbox issue)
+    (void)sandboxed_;
+    exited_seq_ = next_seq_++;
+    ring_.notify();
+    if (observer_) observer_->on_session_exited(*this);
+    if (!eof_) {
+      if (config_->close_drain.count() == 0) {
+        hang_up();  // re-enters advance() through on_eof, which publishes `closed`
+      } else {
+        close_wait_.start(config_->close_drain, [this] { hang_up(); });
+      }
+    }
+  }
+  if (eof_ && !closed_) {
+    close_wait_.stop();
+    closed_ = true;
+    closed_seq_ = next_seq_++;
+    ring_.notify();
+    if (observer_) observer_->on_session_closed(*this);
+  }
+}
+
+void Session::hang_up() {
+  if (eof_ || !process_) return;
+  // A descendant still holds the slave (`cmd &`, `exec > >(tee …)`): stop waiting for it.
+  hung_up_ = true;
+  UEXEC_LOG(kDebug, "session {}: hanging up output after exit", id_);
+  process_->hang_up();  // final drain, then EOF → on_eof → advance()
+}
+
+Result<void> Session::write(std::span<const std::byte> bytes) {
+  if (!process_) return Error{Errc::kClosed, 0, "write: session " + id_ + " is not started"};
+  return process_->write(bytes);
+}
+
+Result<void> Session::write(std::string_view text) {
+  return write(std::as_bytes(std::span<const char>(text.data(), text.size())));
+}
+
+Result<void> Session::close_stdin() {
+  if (!process_) return Error{Errc::kClosed, 0, "close_stdin: not started"};
+  return process_->close_stdin();
+}
+
+Result<void> Session::resize(base::PtySize size) {
+  if (!process_) return Error{Errc::kClosed, 0, "resize: not started"};
+  return process_->resize(size);
+}
+
+Result<void> Session::signal(int sig, pty::SignalTarget target) {
+  if (!process_) return Error{Errc::kClosed, 0, "signal: not started"};
+  if (closed_ && exit_) return Error{Errc::kClosed, 0, "signal: session " + id_ + " has ended"};
+  return process_->signal(sig, target);
+}
+
+void Session::terminate() {
+  if (process_ && !closed_) process_->terminate(config_->terminate_grace);
+}
+
+}  // namespace uexec::session

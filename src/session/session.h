@@ -1,0 +1,131 @@
+// session.h: one command, from spawn to `closed`: a PtyProcess, its OutputRing, and the
+// join of "child exited" with "output EOF".
+//
+// Exit and EOF arrive in either order (tmux's JOB_DEAD / JOB_CLOSED). Every event calls one
+// function, advance(), and the verdict is an optional, so the denial check runs once:
+//
+//   running ──exit──► wait for EOF ≤ exit_drain (uv timer) ──► verdict, `exited`
+//      │                                                          │
+//      └──EOF──► output_closed ──exit──► verdict, `exited` ───────┤
+//                                                                 ▼
+//                  EOF, or close_drain expires and we hang up ──► `closed` (finished, once)
+//
+// Output chunks, `exited` and `closed` share one seq counter starting at 1; `closed` is last.
+// A hang-up reads what the kernel still buffers before closing, so no written byte is lost.
+// The Session never deletes itself: it tells its observer (the ProcessManager), which
+// erases it later. Loop thread only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "base/config.h"
+#include "base/result.h"
+#include "loop/loop.h"
+#include "loop/timer.h"
+#include "policy/sandbox_attempt.h"
+#include "pty/pty_process.h"
+#include "session/output_ring.h"
+
+namespace uexec::session {
+
+using SessionId = std::string;
+using Clock = std::chrono::steady_clock;
+
+// How the session ended, decided once.
+struct Verdict {
+  pty::ExitStatus status;
+  bool sandbox_denied = false;  // the sandbox issue fills the source and excerpt
+};
+
+class Session;
+
+class SessionObserver {
+ public:
+  virtual void on_session_exited(Session& s) = 0;  // the verdict exists
+  virtual void on_session_closed(Session& s) = 0;  // finished: exited and output closed
+
+ protected:
+  ~SessionObserver() = default;
+};
+
+class Session final : public pty::ProcessListener {
+ public:
+  Session(loop::Loop& loop, pty::ChildReaper& reaper, const base::Config& config, SessionId id,
+          SessionObserver* observer);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // Spawns through `attempt`; errors are kExecFailed (errno, step) or kInvalidArgument.
+  [[nodiscard]] base::Result<void> start(const policy::SandboxAttempt& attempt,
+                                         const policy::ExecRequest& req);
+
+  const SessionId& id() const noexcept { return id_; }
+  pid_t pid() const noexcept { return pid_; }
+  bool tty() const noexcept { return tty_; }
+  const std::vector<std::string>& argv() const noexcept { return argv_; }
+  OutputRing& output() noexcept { return ring_; }
+  const OutputRing& output() const noexcept { return ring_; }
+
+  bool exited() const noexcept { return exit_.has_value(); }  // reaped
+  bool output_closed() const noexcept { return eof_; }
+  bool finished() const noexcept { return closed_; }
+  // Set once, when `exited` is published.
+  const std::optional<Verdict>& verdict() const noexcept { return verdict_; }
+  // True when `closed` came from EOF rather than a hang-up (protocol's outputEof).
+  bool output_eof() const noexcept { return closed_ && !hung_up_; }
+  Seq next_seq() const noexcept { return next_seq_; }
+  Seq exited_seq() const noexcept { return exited_seq_; }  // 0 until published
+  Seq closed_seq() const noexcept { return closed_seq_; }  // 0 until published
+  Clock::time_point started_at() const noexcept { return started_at_; }
+
+  // Input, control and signals: kClosed once the process side is gone.
+  [[nodiscard]] base::Result<void> write(std::span<const std::byte> bytes);
+  [[nodiscard]] base::Result<void> write(std::string_view text);
+  [[nodiscard]] base::Result<void> close_stdin();
+  [[nodiscard]] base::Result<void> resize(base::PtySize size);
+  [[nodiscard]] base::Result<void> signal(int sig, pty::SignalTarget target);
+  // Escalation (SIGHUP/SIGTERM, SIGKILL after Config::terminate_grace).
+  void terminate();
+  // The process, for tests and tty probes (nullptr before start).
+  pty::PtyProcess* process() noexcept { return process_.get(); }
+
+ private:
+  void on_output(pty::Stream stream, std::span<const std::byte> bytes) override;
+  void on_eof() override;
+  void on_exit(const pty::ExitStatus& status) override;
+  void advance();
+  void hang_up();
+
+  loop::Loop* loop_;
+  pty::ChildReaper* reaper_;
+  const base::Config* config_;
+  SessionId id_;
+  SessionObserver* observer_;
+  OutputRing ring_;
+  std::unique_ptr<pty::PtyProcess> process_;
+  std::vector<std::string> argv_;
+  pid_t pid_ = -1;
+  bool tty_ = false;
+  bool sandboxed_ = false;
+
+  Seq next_seq_ = 1;
+  Seq exited_seq_ = 0;
+  Seq closed_seq_ = 0;
+  std::optional<pty::ExitStatus> exit_;
+  std::optional<Verdict> verdict_;
+  bool eof_ = false;
+  bool drain_expired_ = false;
+  bool hung_up_ = false;
+  bool closed_ = false;
+  loop::Timer drain_;
+  loop::Timer close_wait_;
+  Clock::time_point started_at_{};
+};
+
+}  // namespace uexec::session

@@ -1,0 +1,350 @@
+// cmd_run.cc: `uexec run` (and `uexec demo`): one command through the ProcessManager,
+// its output streamed to our stdout/stderr as it arrives, its exit code passed through.
+//
+// Output is written to our stdout with blocking writes, on purpose: `uexec run` is a
+// pipeline stage, and when our reader is slow the child should slow down too (as under
+// cat), rather than have its output dropped from the ring. EPIPE on stdout ends the
+// command, as SIGPIPE would end it in a shell pipeline.
+//
+// With --tty and a terminal on stdin, the terminal goes to raw mode (restored on every
+// exit path: the guard's destructor, and SIGTERM/SIGHUP/SIGINT end the command and return
+// through it) and keystrokes and window sizes are forwarded.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/log.h"
+#include "loop/loop.h"
+#include "loop/signal_watcher.h"
+#include "loop/timer.h"
+#include "loop/uv_handle.h"
+#include "pty/pty_pair.h"
+#include "session/process_manager.h"
+#include "tools/uexec/commands.h"
+
+extern char** environ;
+
+namespace uexec::cli {
+namespace {
+
+using session::Session;
+
+constexpr const char* kRunUsage =
+    "usage: uexec run [--tty] [--cwd DIR] [--env NAME=VALUE]... [--size ROWSxCOLS] -- CMD [ARG...]\n";
+
+// Puts a terminal in raw mode for its lifetime.
+class RawMode {
+ public:
+  explicit RawMode(int fd) : fd_(fd) {
+    if (::tcgetattr(fd, &saved_) != 0) return;
+    termios raw = saved_;
+    ::cfmakeraw(&raw);
+    if (::tcsetattr(fd, TCSADRAIN, &raw) == 0) active_ = true;
+  }
+  ~RawMode() {
+    if (active_) ::tcsetattr(fd_, TCSADRAIN, &saved_);
+  }
+  RawMode(const RawMode&) = delete;
+  RawMode& operator=(const RawMode&) = delete;
+
+ private:
+  int fd_;
+  termios saved_{};
+  bool active_ = false;
+};
+
+struct Options {
+  bool tty = false;
+  std::string cwd;
+  std::vector<std::string> env_overrides;
+  std::optional<base::PtySize> size;
+  std::vector<std::string> argv;
+};
+
+std::optional<base::PtySize> parse_size(const std::string& s) {
+  unsigned rows = 0, cols = 0;
+  char x = 0;
+  if (std::sscanf(s.c_str(), "%u%c%u", &rows, &x, &cols) != 3 || x != 'x' || rows == 0 || cols == 0 ||
+      rows > 1000 || cols > 1000)
+    return std::nullopt;
+  return base::PtySize{static_cast<unsigned short>(rows), static_cast<unsigned short>(cols)};
+}
+
+// Returns an error text, or empty on success.
+std::string parse(const std::vector<std::string>& args, Options& o) {
+  std::size_t i = 0;
+  auto value = [&](const std::string& flag) -> std::optional<std::string> {
+    if (i + 1 >= args.size()) return std::nullopt;
+    (void)flag;
+    return args[++i];
+  };
+  for (; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") {
+      ++i;
+      break;
+    }
+    if (a == "--tty" || a == "-t") {
+      o.tty = true;
+    } else if (a == "--cwd" || a == "--env" || a == "--size") {
+      auto v = value(a);
+      if (!v) return a + " needs a value";
+      if (a == "--cwd") o.cwd = *v;
+      if (a == "--env") {
+        if (v->find('=') == std::string::npos || v->front() == '=') return "--env needs NAME=VALUE, got '" + *v + "'";
+        o.env_overrides.push_back(*v);
+      }
+      if (a == "--size") {
+        o.size = parse_size(*v);
+        if (!o.size) return "--size needs ROWSxCOLS (1-1000 each), got '" + *v + "'";
+      }
+    } else if (a == "-h" || a == "--help") {
+      return "help";
+    } else if (!a.empty() && a[0] == '-') {
+      return "unknown option " + a;
+    } else {
+      break;  // the command starts here (the `--` is optional)
+    }
+  }
+  o.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  if (o.argv.empty()) return "no command given";
+  return {};
+}
+
+std::vector<std::string> build_env(const std::vector<std::string>& overrides) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  for (const auto& kv : overrides) {
+    std::string name = kv.substr(0, kv.find('=') + 1);
+    std::erase_if(env, [&](const std::string& e) { return e.compare(0, name.size(), name) == 0; });
+    env.push_back(kv);
+  }
+  return env;
+}
+
+// Blocking write of everything; false on EPIPE or another hard error.
+bool write_all(int fd, const std::byte* data, std::size_t len) {
+  while (len > 0) {
+    ssize_t n = ::write(fd, data, len);
+    if (n > 0) {
+      data += n;
+      len -= static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN) {  // our stdout was handed to us non-blocking
+      pollfd p{fd, POLLOUT, 0};
+      ::poll(&p, 1, -1);
+      continue;
+    }
+    return false;
+  }
+  return true;
+}
+
+class Runner {
+ public:
+  Runner(loop::Loop& loop, session::ProcessManager& pm, bool tty, bool stdin_is_tty)
+      : loop_(loop), pm_(pm), tty_(tty), stdin_is_tty_(stdin_is_tty), pump_(loop), watchers_() {}
+
+  int run(const policy::ExecRequest& req) {
+    auto id = pm_.start(req);
+    if (!id) {
+      const auto& err = id.error();
+      std::fprintf(stderr, "uexec: cannot run '%s': %s\n", req.argv[0].c_str(), err.message().c_str());
+      // As env(1): a failed chdir or setup step is uexec's failure (125); a failed exec is
+      // 127 when nothing was found and 126 when it was found but could not run.
+      if (err.code != base::Errc::kExecFailed || err.context.rfind("execve", 0) != 0) return kExitInternal;
+      return err.sys_errno == ENOENT ? kExitNotFound : kExitCannotRun;
+    }
+    session_ = pm_.find(*id);
+    sub_ = session_->output().subscribe([this] { drain_output(); });
+    pm_.on_closed = [this](Session&) { finish(); };
+    watch_signals();
+    watch_stdin();
+    if (!session_->finished()) loop_.run();
+    const auto& v = session_->verdict();
+    return v ? v->status.shell_code() : kExitInternal;
+  }
+
+ private:
+  void drain_output() {
+    for (;;) {
+      auto r = session_->output().read_from(cursor_, 256 * 1024);
+      if (r.gap > 0 && !discard_)
+        std::fprintf(stderr, "\r\nuexec: %llu bytes of output were dropped\r\n",
+                     static_cast<unsigned long long>(r.gap));
+      for (const auto& p : r.pieces) {
+        if (discard_) break;
+        int fd = p.stream == pty::Stream::kStderr ? 2 : 1;
+        if (!write_all(fd, p.bytes.data(), p.bytes.size())) {
+          // Our reader went away: like SIGPIPE in a pipeline, end the command.
+          discard_ = true;
+          session_->terminate();
+        }
+      }
+      if (r.next == cursor_) break;
+      cursor_ = r.next;
+    }
+  }
+
+  void watch_signals() {
+    for (int sig : {SIGTERM, SIGHUP, SIGINT, SIGQUIT}) {
+      auto w = std::make_unique<loop::SignalWatcher>(loop_);
+      if (w->start(sig, [this](int) { session_->terminate(); })) watchers_.push_back(std::move(w));
+    }
+    if (tty_ && stdin_is_tty_) {
+      auto w = std::make_unique<loop::SignalWatcher>(loop_);
+      if (w->start(SIGWINCH, [this](int) {
+            if (auto sz = pty::get_size(0)) (void)session_->resize(*sz);
+          }))
+        watchers_.push_back(std::move(w));
+    }
+  }
+
+  void watch_stdin() {
+    auto poll = loop::make_handle<uv_poll_t>([&](uv_poll_t* p) { return uv_poll_init(loop_.get(), p, 0); },
+                                             "uv_poll_init stdin");
+    if (poll) {
+      stdin_poll_ = std::move(poll).value();
+      stdin_poll_.get()->data = this;
+      uv_poll_start(stdin_poll_.get(), UV_READABLE, &Runner::on_stdin);
+    } else {
+      // A regular file (epoll refuses those): pump it from a timer instead.
+      pump_.start(std::chrono::milliseconds{0}, [this] { pump_stdin(); }, std::chrono::milliseconds{1});
+    }
+  }
+
+  static void on_stdin(uv_poll_t* h, int /*status*/, int /*events*/) noexcept {
+    if (auto* self = static_cast<Runner*>(h->data)) self->pump_stdin();
+  }
+
+  // One read per call: our stdin may be a blocking fd.
+  void pump_stdin() {
+    auto* proc = session_->process();
+    if (proc && proc->queued_input() > 256 * 1024) {
+      // The child reads slowly: stop reading until its queue drains.
+      if (stdin_poll_) uv_poll_stop(stdin_poll_.get());
+      pump_.start(std::chrono::milliseconds{5}, [this] { resume_stdin(); });
+      return;
+    }
+    std::span<std::byte> buf = loop_.read_slab();
+    ssize_t n = ::read(0, buf.data(), buf.size());
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+    if (n <= 0) return stdin_eof();
+    if (!session_->write(buf.first(static_cast<std::size_t>(n)))) stdin_eof();
+  }
+
+  void resume_stdin() {
+    auto* proc = session_->process();
+    if (proc && proc->queued_input() > 64 * 1024) {
+      pump_.start(std::chrono::milliseconds{5}, [this] { resume_stdin(); });
+    } else if (stdin_poll_) {
+      uv_poll_start(stdin_poll_.get(), UV_READABLE, &Runner::on_stdin);
+    } else {
+      pump_.start(std::chrono::milliseconds{0}, [this] { pump_stdin(); }, std::chrono::milliseconds{1});
+    }
+  }
+
+  void stdin_eof() {
+    stdin_poll_.close();
+    pump_.stop();
+    if (tty_) {
+      // A PTY has no separate stdin to close: VEOF (ctrl-d) at a line start is its EOF.
+      if (!stdin_is_tty_) (void)session_->write(std::string_view("\x04"));
+    } else {
+      (void)session_->close_stdin();
+    }
+  }
+
+  void finish() {
+    drain_output();
+    stdin_poll_.close();
+    pump_.stop();
+    watchers_.clear();
+    loop_.stop();
+  }
+
+  loop::Loop& loop_;
+  session::ProcessManager& pm_;
+  bool tty_;
+  bool stdin_is_tty_;
+  Session* session_ = nullptr;
+  std::unique_ptr<session::Subscription> sub_;
+  session::Offset cursor_ = 0;
+  bool discard_ = false;
+  loop::UvHandle<uv_poll_t> stdin_poll_;
+  loop::Timer pump_;
+  std::vector<std::unique_ptr<loop::SignalWatcher>> watchers_;
+};
+
+int run_request(policy::ExecRequest req) {
+  bool stdin_is_tty = ::isatty(0) == 1;
+  // uv_poll_init makes fd 0 non-blocking, and the open file is shared with our parent
+  // shell: put its flags back when we are done.
+  int stdin_flags = ::fcntl(0, F_GETFL);
+  std::optional<RawMode> raw;
+  if (req.tty && stdin_is_tty) raw.emplace(0);
+  int code;
+  {
+    loop::Loop loop;
+    session::ProcessManager pm(loop);
+    Runner runner(loop, pm, req.tty, stdin_is_tty);
+    code = runner.run(req);
+  }
+  if (stdin_flags >= 0) ::fcntl(0, F_SETFL, stdin_flags);
+  return code;
+}
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args) {
+  Options o;
+  std::string err = parse(args, o);
+  if (err == "help") {
+    std::fputs(kRunUsage, stdout);
+    return 0;
+  }
+  if (!err.empty()) {
+    std::fprintf(stderr, "uexec run: %s\n%s", err.c_str(), kRunUsage);
+    return kExitUsage;
+  }
+  policy::ExecRequest req;
+  req.argv = o.argv;
+  req.cwd = o.cwd;
+  req.tty = o.tty;
+  req.env = build_env(o.env_overrides);
+  req.stdin_pipe = !o.tty;
+  if (o.size) {
+    req.size = *o.size;
+  } else if (o.tty && ::isatty(0)) {
+    if (auto sz = pty::get_size(0); sz && sz->rows > 0 && sz->cols > 0) req.size = *sz;
+  }
+  return run_request(std::move(req));
+}
+
+int cmd_demo(const std::vector<std::string>& args) {
+  if (!args.empty()) {
+    std::fputs("usage: uexec demo\n", stderr);
+    return kExitUsage;
+  }
+  const char* shell = std::getenv("SHELL");
+  std::vector<std::string> run_args = {"--tty", "--", shell && *shell ? shell : "/bin/sh", "-l"};
+  if (::isatty(0)) {
+    std::fprintf(stderr, "uexec demo: a login shell in a uexec session; exit it to return.\r\n");
+  }
+  return cmd_run(run_args);
+}
+
+}  // namespace uexec::cli

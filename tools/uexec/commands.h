@@ -1,0 +1,22 @@
+// commands.h: the `uexec` subcommands. main.cc picks one; each wires a Loop, a
+// ProcessManager and what else it needs, and returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace uexec::cli {
+
+// Exit codes of uexec itself, following env(1): 125 for uexec's own failure, 126 when the
+// command was found but could not run, 127 when it was not found; 2 for bad usage.
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitInternal = 125;
+inline constexpr int kExitCannotRun = 126;
+inline constexpr int kExitNotFound = 127;
+
+// `uexec run [--tty] [--cwd DIR] [--env K=V]... [--size ROWSxCOLS] -- CMD ARGS...`
+int cmd_run(const std::vector<std::string>& args);
+// `uexec demo`: an interactive login shell through the session core (tools/dev serve).
+int cmd_demo(const std::vector<std::string>& args);
+
+}  // namespace uexec::cli
