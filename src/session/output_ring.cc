@@ -191,24 +191,24 @@ void OutputRing::collect(const std::deque<Entry>& index, Offset from, Offset to,
 ReadResult OutputRing::read_from(Offset cursor, std::size_t max) const {
   ReadResult out;
   cursor = std::min(cursor, total_);
-  Offset limit = cursor + max;
+  // Saturating: callers may pass SIZE_MAX for "everything".
+  auto limit_from = [&](Offset from) { return max > total_ - from ? total_ : from + max; };
+  Offset ts = tail_start();
   if (cursor < head_end()) {
-    Offset to = std::min<Offset>(head_end(), limit);
+    Offset to = std::min<Offset>(head_end(), limit_from(cursor));
     collect(head_index_, cursor, to, out);
+    out.next = to;
+    // One read never spans the evicted middle, so `gap` always lies before the pieces.
+    if (to < head_end() || ts > head_end()) return out;
     cursor = to;
   }
-  Offset ts = tail_start();
-  if (cursor < ts && cursor >= head_end()) {
+  if (cursor < ts) {
     out.gap = ts - cursor;
-    limit += out.gap;  // the gap does not count against `max`
     cursor = ts;
   }
-  if (cursor >= ts && cursor < total_) {
-    Offset to = std::min<Offset>(total_, limit);
-    collect(tail_index_, cursor, to, out);
-    cursor = to;
-  }
-  out.next = cursor;
+  Offset to = limit_from(cursor);
+  collect(tail_index_, cursor, to, out);
+  out.next = to;
   return out;
 }
 

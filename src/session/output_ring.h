@@ -47,7 +47,7 @@ struct Piece {
 };
 
 struct ReadResult {
-  std::uint64_t gap = 0;      // bytes skipped because they were evicted (before the pieces)
+  std::uint64_t gap = 0;      // evicted bytes skipped before the pieces (a read never spans two)
   Offset next = 0;            // the cursor to read from next time
   std::vector<Piece> pieces;  // in offset order
   std::size_t bytes() const noexcept;
@@ -84,7 +84,8 @@ class OutputRing {
   // Wakes each subscriber once (exited, closed and other state changes).
   void notify();
 
-  // Bytes at or after `cursor`, at most `max`; `gap` counts bytes lost to the evicted middle.
+  // Bytes at or after `cursor`, at most `max` (SIZE_MAX: all); `gap` counts evicted bytes
+  // skipped before them. A read stops at the end of the head when the middle was evicted.
   ReadResult read_from(Offset cursor, std::size_t max) const;
   // The retained output as text: head, then "\n... N bytes omitted ...\n" when the middle
   // was evicted, then the tail.

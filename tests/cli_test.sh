@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# cli_test.sh UEXEC: end-to-end checks of `uexec run` as people use it.
+set -u
+uexec=$1
+fail=0
+pass=0
+check() {  # check NAME EXPECTED ACTUAL
+  if [ "$2" == "$3" ]; then pass=$((pass + 1)); else echo "FAIL: $1: expected [$2], got [$3]"; fail=$((fail + 1)); fi
+}
+contains() {  # contains NAME NEEDLE HAYSTACK
+  case "$3" in *"$2"*) pass=$((pass + 1)) ;; *) echo "FAIL: $1: [$2] not in [$3]"; fail=$((fail + 1)) ;; esac
+}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+out=$("$uexec" run -- sh -c 'printf hello; exit 7'); rc=$?
+check "printf hello; exit 7: stdout" hello "$out"
+check "printf hello; exit 7: exit code" 7 "$rc"
+
+"$uexec" run -- /nonexistent >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "/nonexistent: exit code" 127 "$rc"
+contains "/nonexistent: message" "uexec: cannot run '/nonexistent'" "$(cat "$tmp/err")"
+contains "/nonexistent: errno" "No such file or directory (ENOENT)" "$(cat "$tmp/err")"
+check "/nonexistent: no stdout" "" "$(cat "$tmp/out")"
+
+touch "$tmp/noexec"
+"$uexec" run -- "$tmp/noexec" 2>"$tmp/err"; rc=$?
+check "not executable: exit code" 126 "$rc"
+contains "not executable: errno" "EACCES" "$(cat "$tmp/err")"
+
+"$uexec" run --cwd /no/such/dir -- true 2>"$tmp/err"; rc=$?
+check "bad cwd: exit code" 125 "$rc"
+contains "bad cwd: message" "chdir /no/such/dir" "$(cat "$tmp/err")"
+
+"$uexec" run -- sh -c 'kill -TERM $$'; rc=$?
+check "SIGTERM: 128+15" 143 "$rc"
+"$uexec" run --tty -- sh -c 'kill -KILL $$'; rc=$?
+check "SIGKILL on a tty: 128+9" 137 "$rc"
+
+"$uexec" run -- sh -c 'echo out; echo err >&2' >"$tmp/out" 2>"$tmp/err"
+check "stdout stays stdout" out "$(cat "$tmp/out")"
+check "stderr stays stderr" err "$(cat "$tmp/err")"
+
+check "stdin is forwarded" "piped" "$(echo piped | "$uexec" run -- cat)"
+check "stdin from a file" "$(head -c 100000 /etc/services | wc -c)" "$(head -c 100000 /etc/services > "$tmp/in"; "$uexec" run -- cat < "$tmp/in" | wc -c)"
+check "--env" "bar" "$("$uexec" run --env FOO=bar -- sh -c 'echo $FOO')"
+check "--cwd" "/usr" "$("$uexec" run --cwd /usr -- pwd)"
+check "--tty gives a terminal" "yes" "$("$uexec" run --tty -- sh -c 'test -t 0 && test -t 1 && printf yes')"
+check "--tty --size" "30 90" "$("$uexec" run --tty --size 30x90 -- stty size | tr -d '\r')"
+check "pipes mode has no terminal" "no" "$("$uexec" run -- sh -c 'test -t 1 && printf yes || printf no')"
+check "output larger than the ring arrives whole" 5000000 "$("$uexec" run -- head -c 5000000 /dev/zero | wc -c)"
+check "a closed reader ends the command" 0 "$("$uexec" run -- yes | head -c 1000 >/dev/null; echo $?)"
+
+"$uexec" run --bogus -- true 2>/dev/null; check "unknown option: usage error" 2 "$?"
+"$uexec" run 2>/dev/null; check "no command: usage error" 2 "$?"
+"$uexec" nonsense 2>/dev/null; check "unknown subcommand: usage error" 2 "$?"
+"$uexec" --help >/dev/null; check "--help" 0 "$?"
+
+here=$(dirname "$0")
+if python3 "$here/cli_tty_test.py" "$uexec"; then pass=$((pass + 1)); else echo "FAIL: cli_tty_test.py"; fail=$((fail + 1)); fi
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,180 @@
+// Unit tests for session::OutputRing: retention, gaps, readers, notifiers, bounded memory.
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "session/output_ring.h"
+
+using uexec::session::OutputRing;
+using uexec::session::Stream;
+
+namespace {
+std::span<const std::byte> bytes_of(const std::string& s) {
+  return std::as_bytes(std::span<const char>(s.data(), s.size()));
+}
+void push(OutputRing& r, uint64_t& seq, const std::string& s, Stream st = Stream::kPty) {
+  r.append(seq++, st, bytes_of(s));
+}
+}  // namespace
+
+TEST_CASE("cap 10 keeps head and tail with the exact omission marker") {
+  OutputRing r(10);
+  uint64_t seq = 1;
+  push(r, seq, "0123456789ab");
+  CHECK(r.render() == "01234\n... 2 bytes omitted ...\n789ab");
+  CHECK(r.total() == 12);
+  CHECK(r.evicted() == 2);
+  CHECK(r.retained() == 10);
+}
+
+TEST_CASE("cap 0 keeps nothing; cap 1 keeps the last byte") {
+  OutputRing zero(0);
+  uint64_t seq = 1;
+  push(zero, seq, "abc");
+  CHECK(zero.retained() == 0);
+  CHECK(zero.total() == 3);
+  CHECK(zero.memory_bytes() == 0);
+  auto r0 = zero.read_from(0, 100);
+  CHECK(r0.gap == 3);
+  CHECK(r0.bytes() == 0);
+
+  OutputRing one(1);
+  push(one, seq, "abc");
+  CHECK(one.render() == "\n... 2 bytes omitted ...\nc");
+}
+
+TEST_CASE("a chunk longer than the tail budget leaves its last T bytes; head fills across chunks") {
+  OutputRing r(10);  // H = 5, T = 5
+  uint64_t seq = 1;
+  push(r, seq, "012");
+  push(r, seq, "34");  // head exactly full
+  CHECK(r.render() == "01234");
+  push(r, seq, "abcdefgh");  // 8 bytes >= T: keeps "defgh"
+  CHECK(r.render() == "01234\n... 3 bytes omitted ...\ndefgh");
+  push(r, seq, "X");  // one more byte evicts the oldest tail byte
+  CHECK(r.render() == "01234\n... 4 bytes omitted ...\nefghX");
+}
+
+TEST_CASE("a chunk crossing the head boundary is split and both halves keep its seq") {
+  OutputRing r(8);  // H = 4, T = 4
+  uint64_t seq = 7;
+  push(r, seq, "abcdef");
+  auto rr = r.read_from(0, 100);
+  REQUIRE(rr.pieces.size() == 2);
+  CHECK(rr.pieces[0].seq == 7);
+  CHECK(rr.pieces[1].seq == 7);
+  CHECK(rr.text() == "abcdef");
+}
+
+TEST_CASE("a silent session holds no pages; tiny pushes keep metadata bounded") {
+  OutputRing r(1024 * 1024);
+  CHECK(r.memory_bytes() == 0);
+  uint64_t seq = 1;
+  for (int i = 0; i < 10000; ++i) r.append(seq++, Stream::kPty, {});
+  CHECK(r.memory_bytes() == 0);
+  for (int i = 0; i < 100000; ++i) push(r, seq, "x");
+  std::size_t after_100k = r.memory_bytes();
+  for (int i = 0; i < 100000; ++i) push(r, seq, "y");
+  // Index entries are capped, pages hold bytes: 200k bytes stay well under 1 MiB of pages
+  // plus two capped indexes.
+  CHECK(r.memory_bytes() <= 200000 / 4096 * 4096 + 2 * 4096 + 2 * OutputRing::kMaxIndexEntries * 40);
+  CHECK(after_100k <= r.memory_bytes());
+  CHECK(r.total() == 200000);
+  auto all = r.read_from(0, 300000);
+  CHECK(all.bytes() == 200000);
+  CHECK(all.text().substr(99998, 4) == "xxyy");
+}
+
+TEST_CASE("memory stays bounded by retention whatever the child writes") {
+  OutputRing r(64 * 1024);
+  std::string chunk(4096, 'z');
+  uint64_t seq = 1;
+  for (int i = 0; i < 16 * 1024; ++i) push(r, seq, chunk);  // 64 MiB
+  CHECK(r.total() == 64ull * 1024 * 1024);
+  CHECK(r.memory_bytes() <= 64 * 1024 + 3 * 4096 + 2 * OutputRing::kMaxIndexEntries * 40);
+}
+
+TEST_CASE("after 3 MiB a reader at 0 gets the head, the gap, then the tail") {
+  OutputRing r(1024 * 1024);
+  uint64_t seq = 1;
+  std::string chunk(4096, '\0');
+  for (int i = 0; i < 768; ++i) {  // 3 MiB, each chunk tagged with its index
+    chunk.assign(4096, static_cast<char>('a' + i % 26));
+    push(r, seq, chunk);
+  }
+  CHECK(r.head_end() == 512 * 1024);
+  CHECK(r.tail_start() == 2560 * 1024);
+  uexec::session::Offset cursor = 0;
+  auto head = r.read_from(cursor, 512 * 1024);
+  CHECK(head.gap == 0);
+  CHECK(head.bytes() == 512 * 1024);
+  cursor = head.next;
+  auto rest = r.read_from(cursor, 1024 * 1024);
+  CHECK(rest.gap == 2048 * 1024);
+  CHECK(rest.bytes() == 512 * 1024);
+  CHECK(rest.pieces.front().offset == 2560 * 1024);
+  CHECK(rest.pieces.front().seq == 641);  // chunk index 640 starts at 2.5 MiB
+  CHECK(rest.next == 3 * 1024 * 1024);
+}
+
+TEST_CASE("two readers each receive every byte independently") {
+  OutputRing r(1024);
+  uint64_t seq = 1;
+  uexec::session::Offset a = 0, b = 0;
+  std::string got_a, got_b;
+  push(r, seq, "hello ");
+  auto ra = r.read_from(a, 1000);
+  got_a += ra.text();
+  a = ra.next;
+  push(r, seq, "world");
+  ra = r.read_from(a, 1000);
+  got_a += ra.text();
+  auto rb = r.read_from(b, 1000);
+  got_b += rb.text();
+  CHECK(got_a == "hello world");
+  CHECK(got_b == "hello world");
+}
+
+TEST_CASE("a UTF-8 character split across two chunks reads back whole") {
+  OutputRing r(1024);
+  uint64_t seq = 1;
+  std::string euro = "\xE2\x82\xAC";
+  for (std::size_t cut = 0; cut <= euro.size(); ++cut) {
+    push(r, seq, euro.substr(0, cut));
+    push(r, seq, euro.substr(cut));
+  }
+  CHECK(r.render() == euro + euro + euro + euro);
+}
+
+TEST_CASE("pipe streams keep their tags") {
+  OutputRing r(1024);
+  uint64_t seq = 1;
+  push(r, seq, "out", Stream::kStdout);
+  push(r, seq, "err", Stream::kStderr);
+  auto rr = r.read_from(0, 100);
+  REQUIRE(rr.pieces.size() == 2);
+  CHECK(rr.pieces[0].stream == Stream::kStdout);
+  CHECK(rr.pieces[1].stream == Stream::kStderr);
+  CHECK(rr.pieces[1].seq == 2);
+}
+
+TEST_CASE("notifiers wake once per append and survive unsubscribing during a round") {
+  auto ring = std::make_unique<OutputRing>(1024);
+  int a = 0, b = 0;
+  std::unique_ptr<uexec::session::Subscription> sa, sb;
+  sa = ring->subscribe([&] {
+    ++a;
+    sb.reset();  // drops the other subscriber mid-round
+  });
+  sb = ring->subscribe([&] { ++b; });
+  uint64_t seq = 1;
+  push(*ring, seq, "x");
+  CHECK(a == 1);
+  CHECK(b == 0);
+  push(*ring, seq, "y");
+  CHECK(a == 2);
+  CHECK(ring->subscribers() == 1);
+  // The ring may die first: the subscription detaches and its destructor is a no-op.
+  ring.reset();
+  sa.reset();
+}
