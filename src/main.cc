@@ -19,6 +19,9 @@ usage:
       gets a PTY, and when stdin is a terminal it is put in raw mode and forwarded, with
       the window size, until the command ends.
       When the command cannot start: 127 (not found), 126 (found, cannot run), 125 (other).
+  uexec mcp
+      An MCP server on stdio for AI agents: exec_command, write_stdin, list_sessions,
+      kill_session, read_output. On stdin EOF it ends its sessions and exits 0.
   uexec demo
       An interactive login shell ($SHELL -l) through the session core.
   uexec help | --help | -h
@@ -50,6 +53,7 @@ int main(int argc, char** argv) {
   args.erase(args.begin());
   if (cmd == "run") return uexec::cli::cmd_run(args);
   if (cmd == "demo") return uexec::cli::cmd_demo(args);
+  if (cmd == "mcp") return uexec::cli::cmd_mcp(args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -18,6 +18,22 @@ struct PtySize {
   friend bool operator==(const PtySize&, const PtySize&) = default;
 };
 
+// The agent tools' tunables (agent-semantics.md Appendix A), Codex's values unless noted.
+struct AgentConfig {
+  milliseconds yield_min{250}, yield_max{30000};
+  milliseconds exec_yield_default{10000}, write_yield_default{250};
+  milliseconds poll_min{5000}, poll_max{300000};
+  long max_output_tokens = 10000, max_output_tokens_cap = 10000, bytes_per_token = 4;
+  std::size_t max_sessions = 64, warn_sessions = 60, protected_recent = 8;
+  milliseconds early_exit_grace{150}, post_exit_close_cap{50}, post_write_settle{100};
+  milliseconds input_quiet{200}, port_probe{100};
+  std::size_t tombstones_max = 4096;
+  milliseconds ended_linger{600000};
+  bool allow_login_shell = true;
+  bool deterministic_ids = false;  // tests: ids 1000, 1001, …
+  bool envelope_extensions = true;
+};
+
 struct Config {
   // After the leader is reaped, wait at most this long for output EOF before the verdict
   // and the `exited` event (Codex's 20 ms drain). Runs on a uv timer, never a sleep.
@@ -37,6 +53,7 @@ struct Config {
   std::size_t stdin_queue_max = 1024 * 1024;
 
   PtySize default_size{};
+  AgentConfig agent{};
 };
 
 // Size of the loop-owned read slab: one read(2) returns at most this many bytes.

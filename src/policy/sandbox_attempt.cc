@@ -9,6 +9,7 @@ namespace uexec::policy {
 const char* sandbox_kind_name(SandboxKind kind) noexcept {
   switch (kind) {
     case SandboxKind::kNone: return "none";
+    case SandboxKind::kFake: return "fake";
   }
   return "?";
 }
@@ -25,6 +26,7 @@ base::Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) con
   } else {
     for (char** e = environ; e && *e; ++e) spec.env.emplace_back(*e);
   }
+  if (sandboxed()) spec.env.push_back(std::string("UEXEC_SANDBOX=") + sandbox_kind_name(kind_));
   return spec;
 }
 

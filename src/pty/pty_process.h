@@ -94,6 +94,8 @@ class PtyProcess {
   // Pipes: closes the child's stdin once queued input is written. tty: kUnsupported.
   [[nodiscard]] base::Result<void> close_stdin();
   std::size_t queued_input() const noexcept { return pending_in_.size() - pending_off_; }
+  // Our end of the child's stdin pipe, or -1 (tty, no pipe, or closed).
+  int stdin_pipe_fd() const noexcept { return stdin_.get(); }
 
   // TIOCSWINSZ; the child sees SIGWINCH. kUnsupported for pipes, kClosed after EOF.
   [[nodiscard]] base::Result<void> resize(base::PtySize size);

@@ -99,6 +99,10 @@ void OutputRing::push_entry(std::deque<Entry>& index, const Entry& e) {
 
 void OutputRing::append(Seq seq, Stream stream, std::span<const std::byte> bytes) {
   if (bytes.empty()) return;
+  // Line numbers stay absolute after eviction: count newlines as they pass.
+  for (const std::byte* p = bytes.data(), *end = p + bytes.size();
+       (p = static_cast<const std::byte*>(std::memchr(p, '\n', static_cast<std::size_t>(end - p)))) != nullptr; ++p)
+    ++newlines_;
   Offset off = total_;
   if (off < head_) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), head_ - off));

@@ -92,6 +92,7 @@ class OutputRing {
   std::string render() const;
 
   Offset total() const noexcept { return total_; }         // bytes ever appended
+  std::uint64_t newlines() const noexcept { return newlines_; }  // '\n' bytes ever appended
   Offset head_end() const noexcept { return total_ < head_ ? total_ : head_; }
   Offset tail_start() const noexcept;                      // first retained offset past the head
   std::uint64_t evicted() const noexcept { return tail_start() - head_end(); }
@@ -125,6 +126,7 @@ class OutputRing {
   std::uint64_t head_;   // head budget H
   std::uint64_t tail_;   // tail budget T
   Offset total_ = 0;
+  std::uint64_t newlines_ = 0;
   std::vector<Page> head_pages_;
   std::deque<Page> tail_pages_;
   std::uint64_t tail_page0_ = 0;  // page number (counted from offset H) of tail_pages_[0]

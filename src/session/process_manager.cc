@@ -16,7 +16,7 @@ ProcessManager::~ProcessManager() {
   graveyard_.clear();
 }
 
-Result<SessionId> ProcessManager::start(const policy::ExecRequest& req) {
+Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const policy::SandboxAttempt& attempt) {
   SessionId id = req.id;
   if (id.empty()) {
     do {
@@ -26,7 +26,7 @@ Result<SessionId> ProcessManager::start(const policy::ExecRequest& req) {
     return Error::invalid("process id " + id + " is already in use");
   }
   auto session = std::make_unique<Session>(*loop_, reaper_, config_, id, this);
-  if (auto r = session->start(policy::SandboxAttempt::none(), req); !r) return std::move(r).error();
+  if (auto r = session->start(attempt, req); !r) return std::move(r).error();
   sessions_.emplace(id, std::move(session));
   return id;
 }

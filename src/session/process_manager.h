@@ -37,7 +37,9 @@ class ProcessManager final : public SessionObserver {
   ProcessManager& operator=(const ProcessManager&) = delete;
 
   // Starts `req`. The id is req.id when given (kInvalidArgument if in use), else a new one.
-  [[nodiscard]] base::Result<SessionId> start(const policy::ExecRequest& req);
+  // Every spawn goes through `attempt.env_for`.
+  [[nodiscard]] base::Result<SessionId> start(const policy::ExecRequest& req,
+                                              const policy::SandboxAttempt& attempt = policy::SandboxAttempt::none());
   // The session, or nullptr.
   Session* find(const SessionId& id) noexcept;
   // Forgets a session; one still running is killed (SIGKILL) and reaped first.

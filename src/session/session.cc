@@ -1,5 +1,6 @@
 #include "session/session.h"
 
+#include "base/check.h"
 #include "base/log.h"
 
 namespace uexec::session {
@@ -22,6 +23,7 @@ Session::Session(loop::Loop& loop, pty::ChildReaper& reaper, const base::Config&
 Session::~Session() = default;
 
 Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy::ExecRequest& req) {
+  UEXEC_CHECK(!process_);
   auto spec = attempt.env_for(req);
   if (!spec) return std::move(spec).error();
   pty::ProcessOptions opts;
@@ -37,6 +39,9 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   pid_ = process_->pid();
   tty_ = req.tty;
   sandboxed_ = attempt.sandboxed();
+  seccomp_ = attempt.seccomp();
+  mount_view_ = attempt.mount_view();
+  denial_log_ = attempt.denial_log();
   argv_ = req.argv;
   return {};
 }
@@ -52,6 +57,7 @@ void Session::on_eof() {
 
 void Session::on_exit(const pty::ExitStatus& status) {
   exit_ = status;
+  exited_at_ = Clock::now();
   advance();
 }
 
@@ -72,8 +78,10 @@ void Session::advance() {
       return;
     }
     drain_.stop();
-    verdict_ = Verdict{*exit_, false};  // the one denial check goes here (sandbox issue)
-    (void)sandboxed_;
+    // The one denial check: executor records first, then the predicate over what we kept.
+    verdict_ = Verdict{*exit_, std::nullopt};
+    if (sandboxed_)
+      verdict_->denial = policy::classify_exit(*exit_, denial_log_.get(), ring_.render(), seccomp_, mount_view_);
     exited_seq_ = next_seq_++;
     ring_.notify();
     if (observer_) observer_->on_session_exited(*this);
@@ -127,8 +135,10 @@ Result<void> Session::signal(int sig, pty::SignalTarget target) {
   return process_->signal(sig, target);
 }
 
-void Session::terminate() {
-  if (process_ && !closed_) process_->terminate(config_->terminate_grace);
+void Session::terminate() { terminate(config_->terminate_grace); }
+
+void Session::terminate(std::chrono::milliseconds grace) {
+  if (process_ && !closed_) process_->terminate(grace);
 }
 
 }  // namespace uexec::session

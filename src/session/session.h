@@ -39,7 +39,8 @@ using Clock = std::chrono::steady_clock;
 // How the session ended, decided once.
 struct Verdict {
   pty::ExitStatus status;
-  bool sandbox_denied = false;  // the sandbox issue fills the source and excerpt
+  std::optional<policy::SandboxDenied> denial;  // set only for a denied sandboxed run
+  bool sandbox_denied() const noexcept { return denial.has_value(); }
 };
 
 class Session;
@@ -83,6 +84,8 @@ class Session final : public pty::ProcessListener {
   Seq exited_seq() const noexcept { return exited_seq_; }  // 0 until published
   Seq closed_seq() const noexcept { return closed_seq_; }  // 0 until published
   Clock::time_point started_at() const noexcept { return started_at_; }
+  Clock::time_point exited_at() const noexcept { return exited_at_; }  // the reap
+  bool sandboxed() const noexcept { return sandboxed_; }
 
   // Input, control and signals: kClosed once the process side is gone.
   [[nodiscard]] base::Result<void> write(std::span<const std::byte> bytes);
@@ -92,6 +95,7 @@ class Session final : public pty::ProcessListener {
   [[nodiscard]] base::Result<void> signal(int sig, pty::SignalTarget target);
   // Escalation (SIGHUP/SIGTERM, SIGKILL after Config::terminate_grace).
   void terminate();
+  void terminate(std::chrono::milliseconds grace);
   // The process, for tests and tty probes (nullptr before start).
   pty::PtyProcess* process() noexcept { return process_.get(); }
 
@@ -113,6 +117,10 @@ class Session final : public pty::ProcessListener {
   pid_t pid_ = -1;
   bool tty_ = false;
   bool sandboxed_ = false;
+  bool seccomp_ = false;
+  bool mount_view_ = false;
+  std::shared_ptr<policy::DenialLog> denial_log_;
+  Clock::time_point exited_at_{};
 
   Seq next_seq_ = 1;
   Seq exited_seq_ = 0;

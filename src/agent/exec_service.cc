@@ -1,0 +1,1206 @@
+#include "agent/exec_service.h"
+
+#include <fmt/core.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <ctime>
+#include <random>
+
+#include "agent/agent_env.h"
+#include "agent/keys.h"
+#include "base/log.h"
+#include "pty/tty_state.h"
+#include "session/utf8_cut.h"
+
+namespace uexec::agent {
+
+using base::Errc;
+using base::Error;
+using base::Result;
+using session::Offset;
+using WallClock = std::chrono::system_clock;
+
+namespace {
+
+enum CallKind { kExec = 0, kWrite = 1, kKill = 2 };
+
+constexpr long kIdMin = 1000, kIdMax = 100000;
+
+Error tool_error(std::string text) { return Error{Errc::kInvalidArgument, 0, std::move(text)}; }
+
+long clamp(long v, long lo, long hi) { return std::max(lo, std::min(hi, v)); }
+
+std::string clock_text(WallClock::time_point t) {
+  std::time_t tt = WallClock::to_time_t(t);
+  std::tm tm{};
+  ::localtime_r(&tt, &tm);
+  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+std::string age_text(Clock::duration d) {
+  auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}m{}s", s / 60, s % 60);
+  return fmt::format("{}h{}m", s / 3600, (s % 3600) / 60);
+}
+
+double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+// The last line of `text` (without the newline), at most `max` bytes, lossily decoded.
+std::string last_line(std::string_view raw, std::size_t max) {
+  std::string t = strip_ansi(raw);
+  while (!t.empty() && (t.back() == '\n')) t.pop_back();
+  auto nl = t.rfind('\n');
+  std::string line = nl == std::string::npos ? t : t.substr(nl + 1);
+  if (line.size() > max) line = line.substr(line.size() - max);
+  return session::lossy_decode(line);
+}
+
+// Everything retained in [from, total), with a gap note if evicted bytes were skipped.
+Collected collect(const session::OutputRing& ring, Offset from, bool hold_partial) {
+  Collected c;
+  c.start = std::min(from, ring.total());
+  Offset cursor = c.start;
+  while (cursor < ring.total()) {
+    auto r = ring.read_from(cursor, SIZE_MAX);
+    if (r.gap > 0) {
+      c.gap_at = c.raw.size();
+      c.gap = r.gap;
+    }
+    c.raw += r.text();
+    if (r.next == cursor) break;
+    cursor = r.next;
+  }
+  c.end = cursor;
+  if (hold_partial) {
+    std::size_t k = session::incomplete_tail(c.raw);
+    if (k > 0 && k <= c.raw.size() - (c.gap > 0 ? c.gap_at : 0)) {
+      c.raw.resize(c.raw.size() - k);
+      c.end -= k;
+    }
+  }
+  return c;
+}
+
+const std::regex& hint_password() {
+  static const std::regex re("pass(word|phrase)[^\\n]*:\\s*$", std::regex::icase | std::regex::ECMAScript);
+  return re;
+}
+
+}  // namespace
+
+struct ExecService::Tombstone {
+  long id = 0;
+  std::optional<std::string> name;
+  std::string cmd, cwd;
+  std::string reason;  // exited | killed | pruned | denied
+  std::optional<pty::ExitStatus> status;
+  std::optional<std::string> killed_by;
+  std::optional<std::string> denial;
+  WallClock::time_point ended_wall;
+  Clock::time_point ended;
+  std::string last_output;
+};
+
+struct ExecService::AgentSession {
+  explicit AgentSession(loop::Loop& l) : grace(l), lifetime(l), idle(l) {}
+  long id = 0;
+  session::Session* s = nullptr;
+  std::string cmd, cwd;
+  bool tty = false;
+  std::optional<std::string> name;
+  Clock::time_point created, last_used, last_output, last_input;
+  Offset reader = 0;
+  std::uint64_t seen_total = 0;
+  bool counted = false;
+  bool ended = false;
+  bool awaiting_reported = false;
+  std::optional<std::string> end_reason, killed_by;
+  Clock::time_point ended_at;
+  WallClock::time_point ended_wall;
+  std::deque<CallId> queue;
+  std::unique_ptr<session::Subscription> sub;
+  loop::Timer grace, lifetime, idle;
+  long idle_timeout_ms = 0;
+  dev_t slave = 0;
+};
+
+struct ExecService::Call {
+  explicit Call(loop::Loop& l) : timer(l) {}
+  CallId id = 0;
+  int kind = kExec;
+  long sid = 0;
+  Reply reply;
+  bool started = false;
+  Clock::time_point t0, deadline, settle_end, next_probe;
+  Until until;
+  std::size_t budget = 40000;
+  std::vector<std::string> lines, warnings;
+  std::optional<std::string> fired, match_text;
+  std::optional<std::uint64_t> match_offset;
+  std::optional<Listener> port_match;
+  Offset scan = 0;
+  std::string partial;
+  Offset partial_start = 0;
+  bool input_delivered = true;
+  bool yield_capped = false;
+  long yield_requested = 0;
+  std::function<Result<void>(Call&, AgentSession&)> on_begin;
+  loop::Timer timer;
+};
+
+ExecService::ExecService(session::ProcessManager& pm, std::vector<std::string> base_env, std::string default_cwd)
+    : pm_(pm),
+      loop_(pm.loop()),
+      cfg_(pm.config().agent),
+      base_env_(std::move(base_env)),
+      default_cwd_(std::move(default_cwd)),
+      issued_(static_cast<std::size_t>(kIdMax), false),
+      sweep_(pm.loop()),
+      shutdown_timer_(pm.loop()) {}
+
+ExecService::~ExecService() {
+  calls_.clear();
+  for (auto& [id, a] : sessions_) {
+    a->sub.reset();
+    pm_.remove(std::to_string(id));
+  }
+  sessions_.clear();
+}
+
+std::size_t ExecService::live_sessions() const noexcept {
+  std::size_t n = 0;
+  for (const auto& [id, a] : sessions_)
+    if (a->counted && !a->ended) ++n;
+  return n;
+}
+
+ExecService::AgentSession* ExecService::live(long id) {
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second.get();
+}
+
+bool ExecService::issued(long id) const {
+  return id >= kIdMin && id < kIdMax && issued_[static_cast<std::size_t>(id)];
+}
+
+long ExecService::allocate_id() {
+  auto usable = [&](long id) { return !sessions_.count(id) && !tombstones_.count(id); };
+  if (cfg_.deterministic_ids) {
+    while (!usable(next_deterministic_id_) && next_deterministic_id_ < kIdMax) ++next_deterministic_id_;
+    long id = next_deterministic_id_++;
+    issued_[static_cast<std::size_t>(id)] = true;
+    return id;
+  }
+  static thread_local std::mt19937 rng{std::random_device{}()};
+  std::uniform_int_distribution<long> dist(kIdMin, kIdMax - 1);
+  long id = dist(rng);
+  // Prefer ids never issued, so "never started" stays distinguishable from "expired".
+  for (int i = 0; i < 64 && (issued(id) || !usable(id)); ++i) id = dist(rng);
+  while (!usable(id)) id = dist(rng);
+  issued_[static_cast<std::size_t>(id)] = true;
+  return id;
+}
+
+std::string ExecService::tombstone_text(long id) const {
+  // The parenthesised reason, and for killed/pruned/denied the last output after it.
+  auto describe = [&](const std::string& reason, const std::optional<pty::ExitStatus>& st,
+                      const std::optional<std::string>& killed_by, const std::optional<std::string>& denial,
+                      WallClock::time_point wall, Clock::time_point ended, const std::string& tail) {
+    std::string at = clock_text(wall), ago = age_text(Clock::now() - ended);
+    std::string text;
+    if (reason == "exited")
+      return fmt::format("Unknown process id {} (exited with code {} at {}, {} ago; its output was already returned "
+                         "(still readable with read_output while it lingers))",
+                         id, st ? st->shell_code() : 0, at, ago);
+    if (reason == "killed") {
+      text = fmt::format("killed by {} with {} at {}, {} ago", killed_by.value_or("a signal not sent by uexec"),
+                         st && st->signal ? pty::signal_name(st->signal) : std::string("SIGTERM"), at, ago);
+    } else if (reason == "pruned") {
+      text = fmt::format("closed at {}, {} ago, to stay within 64 open sessions", at, ago);
+    } else {
+      text = fmt::format("denied by the sandbox ({}) at {}, {} ago", denial.value_or("unknown"), at, ago);
+    }
+    std::string last = tail.size() > 1000 ? tail.substr(tail.size() - 1000) : tail;  // <= 250 tokens
+    return fmt::format("Unknown process id {} ({})\nLast output:\n{}", id, text, session::lossy_decode(last));
+  };
+  if (auto it = sessions_.find(id); it != sessions_.end() && it->second->ended) {
+    const auto& a = *it->second;
+    const auto& v = a.s->verdict();
+    const auto& ring = a.s->output();
+    Offset from = ring.total() > 1024 ? ring.total() - 1024 : 0;
+    return describe(*a.end_reason, v ? std::optional(v->status) : std::nullopt, a.killed_by,
+                    v && v->denial ? std::optional(v->denial->describe()) : std::nullopt, a.ended_wall, a.ended_at,
+                    ring.read_from(from, 1024).text());
+  }
+  if (auto t = tombstones_.find(id); t != tombstones_.end()) {
+    const auto& ts = t->second;
+    return describe(ts.reason, ts.status, ts.killed_by, ts.denial, ts.ended_wall, ts.ended, ts.last_output);
+  }
+  if (issued(id)) return fmt::format("Unknown process id {} (the session ended earlier and its record is no longer kept)", id);
+  return fmt::format("Unknown process id {} (no session with this id was started by this manager)", id);
+}
+
+Result<ExecService::AgentSession*> ExecService::find_target(const std::optional<long>& id,
+                                                            const std::optional<std::string>& name, const char* tool,
+                                                            bool allow_ended) {
+  if (name && !id) {
+    for (auto& [sid, a] : sessions_)
+      if (!a->ended && a->name == *name) return a.get();
+    return tool_error(fmt::format("{} failed: no live session named {}", tool, *name));
+  }
+  if (!id) return tool_error(fmt::format("{} failed: session_id or name is required", tool));
+  auto* a = live(*id);
+  if (a && (!a->ended || allow_ended)) return a;
+  return Error{Errc::kNotFound, 0, fmt::format("{} failed: {}", tool, tombstone_text(*id))};
+}
+
+// ---- calls -------------------------------------------------------------------------------------
+
+ExecService::Call* ExecService::new_call(int kind, long sid, Reply done) {
+  auto c = std::make_unique<Call>(loop_);
+  c->id = next_call_++;
+  c->kind = kind;
+  c->sid = sid;
+  c->reply = std::move(done);
+  c->budget = static_cast<std::size_t>(cfg_.max_output_tokens * cfg_.bytes_per_token);
+  Call* raw = c.get();
+  calls_.emplace(raw->id, std::move(c));
+  return raw;
+}
+
+void ExecService::enqueue(Call* c) {
+  auto* a = live(c->sid);
+  a->queue.push_back(c->id);
+  if (a->queue.size() == 1) begin(c);
+}
+
+void ExecService::begin(Call* c) {
+  auto* a = live(c->sid);
+  c->started = true;
+  a->last_used = Clock::now();
+  if (c->on_begin) {
+    auto r = c->on_begin(*c, *a);
+    if (!r) return fail(c, std::move(r).error());
+  }
+  c->scan = a->s->output().total();
+  c->partial_start = c->scan;
+  evaluate(c);
+}
+
+void ExecService::fail(Call* c, Error e) {
+  Reply reply = std::move(c->reply);
+  long sid = remove_call(c);
+  if (reply) reply(std::move(e));
+  start_next(sid);
+}
+
+long ExecService::remove_call(Call* c) {
+  CallId id = c->id;
+  long sid = c->sid;
+  if (auto* a = live(sid)) {
+    auto it = std::find(a->queue.begin(), a->queue.end(), id);
+    if (it != a->queue.end()) a->queue.erase(it);
+  }
+  calls_.erase(id);  // destroys c (and its timer)
+  return sid;
+}
+
+void ExecService::start_next(long sid) {
+  auto* a = live(sid);
+  if (!a || a->queue.empty()) return;
+  auto next = calls_.find(a->queue.front());
+  if (next != calls_.end() && !next->second->started) begin(next->second.get());
+}
+
+void ExecService::cancel(CallId id) {
+  auto it = calls_.find(id);
+  if (it == calls_.end()) return;
+  it->second->reply = nullptr;
+  start_next(remove_call(it->second.get()));
+}
+
+void ExecService::on_activity(AgentSession& a) {
+  auto now = Clock::now();
+  std::uint64_t total = a.s->output().total();
+  if (total != a.seen_total) {
+    a.seen_total = total;
+    a.last_output = now;
+    a.awaiting_reported = false;
+    if (a.idle_timeout_ms > 0 && !a.s->verdict()) {
+      long id = a.id;
+      a.idle.start(milliseconds{a.idle_timeout_ms}, [this, id] {
+        if (auto* x = live(id); x && !x->s->finished()) {
+          x->killed_by = fmt::format("an idle timeout of {} ms", x->idle_timeout_ms);
+          x->s->terminate();
+        }
+      });
+    }
+  }
+  if (a.s->verdict()) {
+    a.lifetime.stop();
+    a.idle.stop();
+  }
+  // Wake every started call on this session (the queue's front and kill calls).
+  std::vector<CallId> wake;
+  for (auto& [cid, c] : calls_)
+    if (c->sid == a.id && c->started) wake.push_back(cid);
+  for (CallId cid : wake)
+    if (auto it = calls_.find(cid); it != calls_.end()) evaluate(it->second.get());
+}
+
+bool ExecService::scan_regex(Call& c, AgentSession& a) {
+  const auto& ring = a.s->output();
+  while (c.scan < ring.total()) {
+    auto r = ring.read_from(c.scan, 64 * 1024);
+    if (r.gap > 0) {
+      c.partial.clear();
+      c.partial_start = c.scan + r.gap;
+    }
+    c.partial += r.text();
+    c.scan = r.next;
+    // Complete lines first.
+    std::size_t nl;
+    while ((nl = c.partial.find('\n')) != std::string::npos) {
+      std::string line = session::lossy_decode(strip_ansi(std::string_view(c.partial).substr(0, nl)));
+      std::smatch m;
+      if (std::regex_search(line, m, *c.until.regex)) {
+        c.match_text = m.str(0);
+        c.match_offset = c.partial_start;
+        return true;
+      }
+      c.partial.erase(0, nl + 1);
+      c.partial_start += nl + 1;
+    }
+    if (c.partial.size() > 64 * 1024) {  // examine at most the last 64 KiB of a line
+      c.partial_start += c.partial.size() - 64 * 1024;
+      c.partial.erase(0, c.partial.size() - 64 * 1024);
+    }
+  }
+  if (c.partial.empty()) return false;
+  std::string line = session::lossy_decode(strip_ansi(c.partial));
+  std::smatch m;
+  if (std::regex_search(line, m, *c.until.regex)) {
+    c.match_text = m.str(0);
+    c.match_offset = c.partial_start;
+    return true;
+  }
+  return false;
+}
+
+std::optional<AwaitingInput> ExecService::detect_awaiting(AgentSession& a, bool require_quiet) {
+  auto* s = a.s;
+  auto* p = s->process();
+  if (!p || s->verdict() || s->finished()) return std::nullopt;
+  auto now = Clock::now();
+  if (require_quiet && now - a.last_output < cfg_.input_quiet) return std::nullopt;
+  const auto& ring = s->output();
+  Offset from = ring.total() > 4096 ? ring.total() - 4096 : 0;
+  std::string tail = ring.read_from(from, 4096).text();
+  std::string prompt = last_line(tail, 120);
+  if (a.tty) {
+    int master = p->master_fd();
+    if (master >= 0) {
+      if (a.slave == 0) a.slave = pty::slave_rdev(master);
+      pid_t fg = ::tcgetpgrp(master);
+      if (fg > 0 && pty::group_reading_tty(fg, a.slave)) {
+        auto modes = pty::tty_modes(master);
+        std::string kind = "line";
+        if (modes && !modes->icanon) kind = "raw";
+        else if (modes && !modes->echo) kind = "password";
+        return AwaitingInput{kind, "kernel", prompt};
+      }
+    }
+  } else if (int fd = p->stdin_pipe_fd(); fd >= 0) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && pty::group_reading_pipe(p->pid(), st.st_ino))
+      return AwaitingInput{"pipe", "kernel", prompt};
+  }
+  // No kernel evidence (event-loop programs): prompt patterns on the last line.
+  static const std::regex yes_no("\\[[yY]/[nN]\\]\\s*$|\\([yY]es/[nN]o[^)]*\\)\\??\\s*$|ok to proceed\\?.*$|^>>> $",
+                                 std::regex::ECMAScript | std::regex::icase);
+  if (std::regex_search(prompt, hint_password())) return AwaitingInput{"password", "hint", prompt};
+  if (!prompt.empty() && std::regex_search(prompt, yes_no)) return AwaitingInput{"line", "hint", prompt};
+  return std::nullopt;
+}
+
+bool ExecService::check_until(Call& c, AgentSession& a, Clock::time_point now, Clock::time_point* next) {
+  if (now < c.settle_end) {
+    *next = std::min(*next, c.settle_end);
+    return false;
+  }
+  if (c.until.regex && scan_regex(c, a)) {
+    c.fired = "regex";
+    return true;
+  }
+  if (c.until.idle) {
+    auto since = std::max({c.t0, c.settle_end, a.last_output});
+    if (now - since >= *c.until.idle) {
+      c.fired = "idle";
+      return true;
+    }
+    *next = std::min(*next, since + *c.until.idle);
+  }
+  if (c.until.port) {
+    if (now >= c.next_probe) {
+      if (auto l = find_listener(a.s->pid(), *c.until.port)) {
+        c.port_match = l;
+        c.fired = "port";
+        return true;
+      }
+      c.next_probe = now + cfg_.port_probe;
+    }
+    *next = std::min(*next, c.next_probe);
+  }
+  if (c.until.awaiting_input) {
+    auto quiet_at = a.last_output + cfg_.input_quiet;
+    if (now < quiet_at) {
+      *next = std::min(*next, quiet_at);
+    } else {
+      if (!a.awaiting_reported && detect_awaiting(a, true)) {
+        c.fired = "awaiting_input";
+        return true;
+      }
+      *next = std::min(*next, now + milliseconds{100});
+    }
+  }
+  return false;
+}
+
+void ExecService::evaluate(Call* c) {
+  if (!c->started) return;
+  auto* a = live(c->sid);
+  if (!a) return fail(c, tool_error("the session is gone"));
+  auto* s = a->s;
+  auto now = Clock::now();
+  if (s->finished()) return finish(c);
+  Clock::time_point next = c->deadline;
+  if (s->verdict()) {
+    auto cap = std::min(s->exited_at() + cfg_.post_exit_close_cap, c->deadline);
+    if (now >= cap) return finish(c);
+    next = std::min(next, cap);
+  } else if (c->kind != kKill && check_until(*c, *a, now, &next)) {
+    return finish(c);
+  }
+  if (now >= c->deadline) {
+    // A reaped child's verdict is at most one exit drain away: report the exit, not "running".
+    if (!(s->exited() && !s->verdict())) return finish(c);
+    next = now + milliseconds{5};
+  }
+  auto delay = std::chrono::duration_cast<milliseconds>(next - now) + milliseconds{1};
+  CallId id = c->id;
+  c->timer.start(std::max(delay, milliseconds{0}), [this, id] {
+    if (auto it = calls_.find(id); it != calls_.end()) evaluate(it->second.get());
+  });
+}
+
+Response ExecService::build_response(AgentSession& a, Call& c) {
+  auto* s = a.s;
+  auto now = Clock::now();
+  bool closed = s->finished();
+  Collected col = collect(s->output(), a.reader, !closed);
+  std::size_t budget = c.budget;
+  Body body = render_body(col, budget, a.id, cfg_.envelope_extensions, cfg_.bytes_per_token);
+  a.reader = col.end;
+
+  Response r;
+  r.chunk_id = new_chunk_id();
+  r.wall_time_seconds = seconds(now - c.t0);
+  r.output = body.text;
+  r.original_token_count = body.original_tokens;
+  r.session = a.id;
+  r.name = a.name;
+  r.range_offset = col.start;
+  r.range_length = col.end - col.start;
+  r.omitted = body.omitted;
+  r.output_closed = s->output_closed();
+  r.input_delivered = c.input_delivered;
+  if (auto* p = s->process()) r.stdin_pending_bytes = p->queued_input();
+  r.fired = c.fired;
+  r.match_text = c.match_text;
+  r.match_offset = c.match_offset;
+  r.match_port = c.port_match;
+  r.warnings = c.warnings;
+
+  Envelope env;
+  env.chunk_id = r.chunk_id;
+  env.wall_time_seconds = r.wall_time_seconds;
+  env.session_id = a.id;
+  env.original_tokens = r.original_token_count;
+  env.body = body.text;
+  std::vector<std::string> extra = c.lines;
+  const auto& v = s->verdict();
+  if (v) {
+    r.exit_code = v->status.shell_code();
+    env.exit_code = r.exit_code;
+    r.state = "exited";
+    r.core_dumped = v->status.core_dumped;
+    if (v->status.signal) {
+      r.signal = pty::signal_name(v->status.signal);
+      r.killed_by = a.killed_by.value_or("a signal not sent by uexec");
+      extra.push_back(fmt::format("Signal: {} (sent by {})", *r.signal, *r.killed_by));
+    }
+    if (v->denial) r.sandbox_denied = v->denial;
+    if (!a.ended) {
+      std::string reason = v->denial ? "denied" : (a.killed_by ? "killed" : "exited");
+      mark_ended(a, reason);
+    }
+  } else {
+    r.session_id = a.id;
+    r.state = "running";
+    if (c.kind != kKill) {
+      if (auto aw = detect_awaiting(a, false)) {
+        r.awaiting_input = aw;
+        r.state = "awaiting_input";
+        a.awaiting_reported = true;
+        extra.push_back(fmt::format("Waiting for input: {} ({}); prompt: \"{}\"", aw->kind, aw->evidence, aw->prompt));
+      }
+    }
+    if (c.yield_capped)
+      r.warnings.push_back(fmt::format(
+          "Warning: yield_time_ms {} exceeds the {} ms maximum; waited {} ms. The process is still running: poll it "
+          "with write_stdin or pass until to return when it is ready.",
+          c.yield_requested, cfg_.yield_max.count(), cfg_.yield_max.count()));
+  }
+  if (c.fired && *c.fired != "exit") {
+    std::string what;
+    if (*c.fired == "regex")
+      what = fmt::format("regex /{}/ matched at byte {}", c.until.regex_src.value_or(""), c.match_offset.value_or(0));
+    else if (*c.fired == "idle")
+      what = fmt::format("idle {} ms", c.until.idle ? c.until.idle->count() : 0);
+    else if (*c.fired == "port" && c.port_match)
+      what = fmt::format("port {} listening (pid {}, {})", c.port_match->port, c.port_match->pid, c.port_match->comm);
+    else
+      what = "awaiting input";
+    extra.push_back("Returned early: " + what);
+  }
+  if (r.sandbox_denied) extra.push_back("Sandbox denied: " + r.sandbox_denied->describe());
+  if (!c.input_delivered) r.warnings.push_back("Warning: input not delivered: the process had already exited.");
+  for (const auto& w : r.warnings) extra.push_back(w);
+  if (cfg_.envelope_extensions) env.extra = std::move(extra);
+  r.text = render_envelope(env);
+  return r;
+}
+
+void ExecService::finish(Call* c) {
+  auto* a = live(c->sid);
+  Response r = build_response(*a, *c);
+  Reply reply = std::move(c->reply);
+  long sid = remove_call(c);
+  if (reply) reply(std::move(r));
+  start_next(sid);
+}
+
+// ---- sessions ----------------------------------------------------------------------------------
+
+Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
+  long id = allocate_id();
+  auto release = [&] { issued_[static_cast<std::size_t>(id)] = false; };
+  std::vector<std::string> env = build_agent_env(base_env_, EnvPolicy{}, id);
+  auto shell = resolve_shell(p.shell, env);
+  if (!shell) {
+    release();
+    return tool_error(fmt::format("exec_command failed for `{}`: {}", p.cmd, shell.error().context));
+  }
+  bool login = p.login.value_or(cfg_.allow_login_shell);
+  policy::ExecRequest req;
+  req.argv = {*shell, login ? "-lc" : "-c", p.cmd};
+  req.env = std::move(env);
+  req.tty = p.tty;
+  req.stdin_pipe = p.pipe_stdin && !p.tty;
+  req.size = {static_cast<unsigned short>(clamp(p.rows.value_or(24), 2, 1000)),
+              static_cast<unsigned short>(clamp(p.cols.value_or(80), 2, 1000))};
+  std::string cwd = default_cwd_;
+  if (p.workdir && !p.workdir->empty()) cwd = (*p.workdir)[0] == '/' ? *p.workdir : default_cwd_ + "/" + *p.workdir;
+  req.cwd = cwd;
+  req.id = std::to_string(id);
+  auto started = pm_.start(req, p.attempt.value_or(policy::SandboxAttempt::none()));
+  if (!started) {
+    release();
+    const auto& e = started.error();
+    std::string why = e.sys_errno ? std::string(std::strerror(e.sys_errno)) + " (" + e.context + ")" : e.context;
+    return Error{Errc::kExecFailed, e.sys_errno,
+                 fmt::format("exec_command failed for `{}`: Failed to create process: {}", p.cmd, why)};
+  }
+  auto a = std::make_unique<AgentSession>(loop_);
+  AgentSession* raw = a.get();
+  raw->id = id;
+  raw->s = pm_.find(*started);
+  raw->cmd = p.cmd;
+  raw->cwd = cwd;
+  raw->tty = p.tty;
+  raw->name = p.name;
+  raw->created = raw->last_used = raw->last_output = raw->last_input = Clock::now();
+  raw->idle_timeout_ms = p.idle_timeout_ms.value_or(0);
+  raw->sub = raw->s->output().subscribe([this, raw] { on_activity(*raw); });
+  sessions_.emplace(id, std::move(a));
+  raw->grace.start(cfg_.early_exit_grace, [this, id] {
+    if (auto* x = live(id); x && !x->s->verdict() && !x->ended) register_session(*x);
+  });
+  if (p.timeout_ms) {
+    long ms = *p.timeout_ms;
+    raw->lifetime.start(milliseconds{ms}, [this, id, ms] {
+      if (auto* x = live(id); x && !x->s->finished()) {
+        x->killed_by = fmt::format("a lifetime timeout of {} ms", ms);
+        x->s->terminate();
+      }
+    });
+  }
+  if (raw->idle_timeout_ms > 0) on_activity(*raw);  // arms the idle timer
+  (void)c;
+  return id;
+}
+
+void ExecService::register_session(AgentSession& a) {
+  std::vector<std::string> warnings;
+  if (live_sessions() >= cfg_.max_sessions) prune_one(warnings);
+  a.counted = true;
+  std::size_t n = live_sessions();
+  if (n >= cfg_.warn_sessions)
+    warnings.push_back(fmt::format(
+        "Warning: {} of {} sessions are open for this client. At {} the least recently used one is closed (exited ones "
+        "first; the {} most recently used are kept). Reuse sessions or close them with kill_session.",
+        n, cfg_.max_sessions, cfg_.max_sessions, cfg_.protected_recent));
+  if (!a.queue.empty())
+    if (auto it = calls_.find(a.queue.front()); it != calls_.end())
+      for (auto& w : warnings) it->second->warnings.push_back(w);
+}
+
+void ExecService::prune_one(std::vector<std::string>& warnings) {
+  std::vector<AgentSession*> live_list;
+  for (auto& [id, a] : sessions_)
+    if (a->counted && !a->ended) live_list.push_back(a.get());
+  std::sort(live_list.begin(), live_list.end(), [](auto* x, auto* y) { return x->last_used > y->last_used; });
+  if (live_list.size() <= cfg_.protected_recent) return;
+  AgentSession* victim = nullptr;
+  for (std::size_t i = live_list.size(); i-- > cfg_.protected_recent;) {  // least recently used first
+    if (live_list[i]->s->exited()) {
+      victim = live_list[i];
+      break;
+    }
+  }
+  if (!victim) victim = live_list.back();
+  warnings.push_back(fmt::format("Warning: session {} (`{}`) was closed to stay within {} open sessions.", victim->id,
+                                 victim->cmd, cfg_.max_sessions));
+  victim->killed_by = "pruning";
+  mark_ended(*victim, "pruned");
+  victim->s->terminate();
+}
+
+void ExecService::mark_ended(AgentSession& a, const std::string& reason) {
+  if (a.ended) return;
+  a.ended = true;
+  a.end_reason = reason;
+  a.ended_at = Clock::now();
+  a.ended_wall = WallClock::now();
+  a.lifetime.stop();
+  a.idle.stop();
+  if (!sweep_.active())
+    sweep_.start(std::min(cfg_.ended_linger, milliseconds{30000}), [this] { sweep_ended(); },
+                 std::min(cfg_.ended_linger, milliseconds{30000}));
+}
+
+void ExecService::sweep_ended() {
+  auto now = Clock::now();
+  std::vector<long> expired;
+  bool any_ended = false;
+  for (auto& [id, a] : sessions_) {
+    if (!a->ended) continue;
+    any_ended = true;
+    if (now - a->ended_at >= cfg_.ended_linger && a->queue.empty()) expired.push_back(id);
+  }
+  for (long id : expired) to_tombstone(id);
+  if (!any_ended) sweep_.stop();
+}
+
+void ExecService::to_tombstone(long id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  auto& a = *it->second;
+  Tombstone t;
+  t.id = id;
+  t.name = a.name;
+  t.cmd = a.cmd;
+  t.cwd = a.cwd;
+  t.reason = a.end_reason.value_or("exited");
+  if (const auto& v = a.s->verdict()) {
+    t.status = v->status;
+    if (v->denial) t.denial = v->denial->describe();
+  }
+  t.killed_by = a.killed_by;
+  t.ended_wall = a.ended_wall;
+  t.ended = a.ended_at;
+  const auto& ring = a.s->output();
+  t.last_output = ring.read_from(ring.total() > 1024 ? ring.total() - 1024 : 0, 1024).text();
+  // Drop any call still pointing at it.
+  std::vector<CallId> stale;
+  for (auto& [cid, c] : calls_)
+    if (c->sid == id) stale.push_back(cid);
+  for (CallId cid : stale) cancel(cid);
+  a.sub.reset();
+  pm_.remove(std::to_string(id));
+  sessions_.erase(it);
+  tombstones_[id] = std::move(t);
+  tombstone_order_.push_back(id);
+  while (tombstone_order_.size() > cfg_.tombstones_max) {
+    tombstones_.erase(tombstone_order_.front());
+    tombstone_order_.pop_front();
+  }
+}
+
+// ---- the tools ---------------------------------------------------------------------------------
+
+CallId ExecService::exec_command(ExecParams p, Reply done) {
+  auto reject = [&](std::string msg) -> CallId {
+    done(tool_error(fmt::format("exec_command failed for `{}`: {}", p.cmd, msg)));
+    return 0;
+  };
+  if (p.cmd.find_first_not_of(" \t\r\n") == std::string::npos) {
+    done(tool_error("exec_command failed: missing command line"));
+    return 0;
+  }
+  if (p.login && *p.login && !cfg_.allow_login_shell)
+    return reject("login shell is disabled by config; omit `login` or set it to false.");
+  if (p.name) {
+    static const std::regex name_re("^[A-Za-z0-9._-]{1,64}$");
+    if (!std::regex_match(*p.name, name_re)) return reject("invalid name: use 1-64 of [A-Za-z0-9._-]");
+  }
+  for (auto* t : {&p.timeout_ms, &p.idle_timeout_ms})
+    if (*t && **t < 1000) return reject("timeout_ms and idle_timeout_ms must be at least 1000");
+  std::string cwd = default_cwd_;
+  if (p.workdir && !p.workdir->empty()) cwd = (*p.workdir)[0] == '/' ? *p.workdir : default_cwd_ + "/" + *p.workdir;
+  struct stat st {};
+  if (::stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return reject(fmt::format("workdir {} is not an existing directory", cwd));
+
+  long requested = p.yield_time_ms.value_or(cfg_.exec_yield_default.count());
+  long yield = clamp(requested, cfg_.yield_min.count(), cfg_.yield_max.count());
+  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
+  Until until = p.until.value_or(Until{});
+  if (!p.until) until.awaiting_input = true;
+
+  // Named sessions: the same name and command again is the running one.
+  std::optional<std::string> reuse_line;
+  if (p.name) {
+    for (auto& [id, a] : sessions_) {
+      if (a->ended || a->name != *p.name) continue;
+      if (a->cmd == p.cmd && a->cwd == cwd && a->tty == p.tty) {
+        Call* c = new_call(kWrite, id, std::move(done));
+        c->until = until;
+        c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
+        c->lines.push_back(fmt::format("Session name: {} (existing)", *p.name));
+        c->on_begin = [yield](Call& call, AgentSession&) -> Result<void> {
+          call.t0 = call.settle_end = Clock::now();
+          call.deadline = call.t0 + milliseconds{yield};
+          return {};
+        };
+        CallId cid = c->id;
+        enqueue(c);
+        return cid;
+      }
+      if (!p.replace)
+        return reject(fmt::format(
+            "session name {} is used by session {} running `{}`; pass replace=true to restart it or choose another name",
+            *p.name, id, a->cmd));
+      a->killed_by = "exec_command replace";
+      a->name.reset();
+      mark_ended(*a, "killed");
+      a->s->terminate();
+      break;
+    }
+  }
+
+  Call* c = new_call(kExec, 0, std::move(done));
+  auto id = start_session(p, c);
+  if (!id) {
+    fail(c, std::move(id).error());
+    return 0;
+  }
+  c->sid = *id;
+  c->until = until;
+  c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
+  c->yield_requested = requested;
+  c->yield_capped = requested > cfg_.yield_max.count();
+  if (p.name) c->lines.push_back(fmt::format("Session name: {}", *p.name));
+  c->on_begin = [yield](Call& call, AgentSession&) -> Result<void> {
+    call.t0 = call.settle_end = Clock::now();
+    call.deadline = call.t0 + milliseconds{yield};
+    return {};
+  };
+  CallId cid = c->id;
+  enqueue(c);
+  return cid;
+}
+
+CallId ExecService::write_stdin(WriteParams p, Reply done) {
+  auto target = find_target(p.session_id, p.name, "write_stdin", false);
+  if (!target) {
+    done(std::move(target).error());
+    return 0;
+  }
+  AgentSession* a = *target;
+  // Validate keys before any byte is written.
+  std::vector<std::string> keys;
+  for (const auto& k : p.keys) {
+    std::string canon = canonical_key(k);
+    if (canon.empty()) {
+      std::string names;
+      for (const auto& n : key_names()) names += (names.empty() ? "" : ", ") + n;
+      done(tool_error(fmt::format("write_stdin failed: unknown key \"{}\"; accepted: {}", k, names)));
+      return 0;
+    }
+    keys.push_back(canon);
+  }
+  if (!a->tty && std::find(keys.begin(), keys.end(), "ctrl-z") != keys.end()) {
+    done(tool_error("write_stdin failed: ctrl-z needs a tty session"));
+    return 0;
+  }
+  bool empty = p.chars.empty() && keys.empty() && !p.close_stdin;
+  long requested = p.yield_time_ms.value_or(cfg_.write_yield_default.count());
+  long yield = empty ? clamp(requested, cfg_.poll_min.count(), std::max(cfg_.poll_max.count(), cfg_.poll_min.count()))
+                     : clamp(requested, cfg_.yield_min.count(), cfg_.yield_max.count());
+  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
+  Until until = p.until.value_or(Until{});
+  if (!p.until) until.awaiting_input = true;
+
+  Call* c = new_call(kWrite, a->id, std::move(done));
+  c->until = until;
+  c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
+  c->yield_requested = requested;
+  c->yield_capped = !empty && requested > cfg_.yield_max.count();
+  auto settle = cfg_.post_write_settle;
+  c->on_begin = [this, p = std::move(p), keys = std::move(keys), yield, empty, settle](Call& call,
+                                                                                      AgentSession& s) -> Result<void> {
+    auto* proc = s.s->process();
+    if (!empty) {
+      if (s.s->verdict() || s.s->finished()) {
+        call.input_delivered = false;
+      } else if (s.tty) {
+        if (p.secret) {
+          auto modes = pty::tty_modes(proc->master_fd());
+          if (!modes || modes->echo || !modes->icanon)
+            return tool_error(
+                "write_stdin failed: secret input refused: the terminal would echo it (ECHO is on or the program reads in "
+                "raw mode)");
+        }
+        std::string data = p.chars;
+        for (const auto& k : keys) data += *key_bytes(k, true, false);
+        if (p.close_stdin) data += "\x04";
+        if (auto r = s.s->write(data); !r) {
+          if (r.error().code == Errc::kLimit)
+            return tool_error("write_stdin failed: failed to write to stdin: stdin queue full: the process is not reading");
+          call.input_delivered = false;
+        }
+      } else {
+        bool only = keys.empty() || p.chars.empty();
+        bool ctrl_c = (p.chars == "\x03" && keys.empty()) || (p.chars.empty() && keys == std::vector<std::string>{"ctrl-c"});
+        bool ctrl_d = (p.chars == "\x04" && keys.empty()) || (p.chars.empty() && keys == std::vector<std::string>{"ctrl-d"});
+        bool ctrl_bs = p.chars.empty() && keys == std::vector<std::string>{"ctrl-\\"};
+        (void)only;
+        if (ctrl_c) {
+          (void)s.s->signal(SIGINT, pty::SignalTarget::kGroup);
+        } else if (ctrl_bs) {
+          (void)s.s->signal(SIGQUIT, pty::SignalTarget::kGroup);
+        } else if (ctrl_d || (p.close_stdin && p.chars.empty() && keys.empty())) {
+          if (proc->stdin_pipe_fd() >= 0) (void)s.s->close_stdin();
+        } else {
+          if (proc->stdin_pipe_fd() < 0)
+            return tool_error(
+                "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true or "
+                "pipe_stdin=true to keep stdin open");
+          if (p.secret) {
+            // A pipe does not echo: secret input is fine here.
+          }
+          std::string data = p.chars;
+          for (const auto& k : keys) data += *key_bytes(k, false, false);
+          if (auto r = s.s->write(data); !r) {
+            if (r.error().code == Errc::kLimit)
+              return tool_error(
+                  "write_stdin failed: failed to write to stdin: stdin queue full: the process is not reading");
+            return tool_error("write_stdin failed: failed to write to stdin: " + r.error().message());
+          }
+          if (p.close_stdin) (void)s.s->close_stdin();
+        }
+      }
+      s.last_input = Clock::now();
+      s.awaiting_reported = false;
+    }
+    call.t0 = Clock::now();
+    call.settle_end = call.t0 + (empty ? milliseconds{0} : settle);
+    call.deadline = call.t0 + milliseconds{yield} + (empty ? milliseconds{0} : settle);
+    return {};
+  };
+  CallId cid = c->id;
+  enqueue(c);
+  return cid;
+}
+
+CallId ExecService::kill_session(KillParams p, Reply done) {
+  auto target = find_target(p.session_id, p.name, "kill_session", true);
+  if (!target) {
+    // An id that ended and was collapsed into a tombstone still succeeds (idempotent).
+    if (p.session_id && tombstones_.count(*p.session_id)) {
+      const auto& t = tombstones_.at(*p.session_id);
+      Response r;
+      r.chunk_id = new_chunk_id();
+      r.session = t.id;
+      r.state = "exited";
+      if (t.status) r.exit_code = t.status->shell_code();
+      Envelope env{r.chunk_id, 0, r.exit_code.value_or(0), t.id, {tombstone_text(t.id)}, 0, ""};
+      r.text = render_envelope(env);
+      done(std::move(r));
+      return 0;
+    }
+    done(std::move(target).error());
+    return 0;
+  }
+  AgentSession* a = *target;
+  static const std::map<std::string, int> kSignals = {
+      {"interrupt", SIGINT}, {"terminate", SIGTERM}, {"kill", SIGKILL}, {"hangup", SIGHUP}, {"quit", SIGQUIT}};
+  auto sig = kSignals.find(p.signal);
+  if (sig == kSignals.end()) {
+    done(tool_error("kill_session failed: signal must be one of interrupt, terminate, kill, hangup, quit"));
+    return 0;
+  }
+  long grace = clamp(p.grace_ms, 0, 30000);
+  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
+  if (!a->s->finished()) {
+    a->killed_by = "kill_session";
+    if (sig->second == SIGTERM) {
+      a->s->terminate(milliseconds{grace});
+    } else {
+      (void)a->s->signal(sig->second, a->tty ? pty::SignalTarget::kForeground : pty::SignalTarget::kGroup);
+    }
+  }
+  Call* c = new_call(kKill, a->id, std::move(done));
+  c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
+  c->t0 = c->settle_end = Clock::now();
+  // terminate escalates to SIGKILL at `grace`; allow the kill and the reap to land.
+  c->deadline = c->t0 + milliseconds{grace} + (sig->second == SIGTERM ? milliseconds{500} : milliseconds{0});
+  c->started = true;
+  c->scan = a->s->output().total();
+  CallId cid = c->id;
+  evaluate(c);
+  return cid;
+}
+
+Result<Response> ExecService::read_output(const ReadParams& p) {
+  auto target = find_target(p.session_id, p.name, "read_output", true);
+  if (!target) return std::move(target).error();
+  AgentSession* a = *target;
+  const auto& ring = a->s->output();
+  auto t0 = Clock::now();
+  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
+  std::size_t budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
+  Offset first = ring.head_end() < ring.tail_start() && ring.head_end() == 0 ? ring.tail_start() : 0;
+  Response r;
+  r.session = a->id;
+  r.name = a->name;
+  std::string body;
+  Offset range_from = 0, range_to = 0;
+  if (p.grep) {
+    std::regex re;
+    try {
+      auto flags = std::regex::ECMAScript;
+      if (p.ignore_case) flags |= std::regex::icase;
+      re = std::regex(*p.grep, flags);
+    } catch (const std::regex_error& e) {
+      return tool_error(fmt::format("read_output failed: invalid grep pattern: {}", e.what()));
+    }
+    // Walk retained lines with absolute numbers; show hits with context.
+    Collected col = collect(ring, first, false);
+    std::uint64_t tail_lines = 0;
+    std::string tail_raw = col.raw.substr(col.gap > 0 ? col.gap_at : col.raw.size());
+    for (char ch : tail_raw) tail_lines += ch == '\n';
+    struct Line {
+      std::uint64_t no;
+      Offset off;
+      std::string text;
+    };
+    std::vector<Line> lines;
+    auto split = [&](std::string_view raw, Offset base, std::uint64_t first_no) {
+      std::size_t pos = 0;
+      std::uint64_t no = first_no;
+      while (pos < raw.size()) {
+        std::size_t nl = raw.find('\n', pos);
+        std::size_t end = nl == std::string_view::npos ? raw.size() : nl;
+        lines.push_back({no++, base + pos, session::lossy_decode(strip_ansi(raw.substr(pos, end - pos)))});
+        pos = end + 1;
+      }
+    };
+    std::string_view raw(col.raw);
+    if (col.gap > 0) {
+      split(raw.substr(0, col.gap_at), col.start, 1);
+      // The tail's first line number: total newlines minus those in the tail, plus one.
+      std::uint64_t tail_first = ring.newlines() - tail_lines + 1;
+      split(raw.substr(col.gap_at), col.start + col.gap_at + col.gap, tail_first);
+    } else {
+      split(raw, col.start, 1);
+    }
+    long ctx = clamp(p.context, 0, 10);
+    long hits = 0;
+    std::size_t last_shown = SIZE_MAX;
+    for (std::size_t i = 0; i < lines.size() && hits < p.max_matches; ++i) {
+      if (!std::regex_search(lines[i].text, re)) continue;
+      ++hits;
+      std::size_t from = i >= static_cast<std::size_t>(ctx) ? i - static_cast<std::size_t>(ctx) : 0;
+      std::size_t to = std::min(lines.size() - 1, i + static_cast<std::size_t>(ctx));
+      if (last_shown != SIZE_MAX && from > last_shown + 1) body += "--\n";
+      for (std::size_t k = std::max(from, last_shown == SIZE_MAX ? 0 : last_shown + 1); k <= to; ++k)
+        body += fmt::format("L{}@{}{} {}\n", lines[k].no, lines[k].off, k == i ? ":" : "-", lines[k].text);
+      last_shown = to;
+    }
+    if (col.gap > 0) body += fmt::format("[bytes {}-{} dropped from retention]\n", col.start + col.gap_at,
+                                        col.start + col.gap_at + col.gap);
+    if (hits == 0) body += "(no match)\n";
+    range_from = col.start;
+    range_to = col.end;
+  } else {
+    Offset from = p.offset.value_or(first);
+    Offset to;
+    if (p.tail_lines) {
+      // The last N lines of the retained tail.
+      Collected all = collect(ring, first, false);
+      std::string_view raw(all.raw);
+      long n = std::max(1L, *p.tail_lines);
+      std::size_t pos = raw.size();
+      if (pos > 0 && raw[pos - 1] == '\n') --pos;
+      for (long k = 0; k < n && pos > 0; ++k) {
+        auto nl = raw.rfind('\n', pos - 1);
+        pos = nl == std::string_view::npos ? 0 : nl + 1;
+        if (nl == std::string_view::npos) break;
+        if (k + 1 < n) pos = nl;
+      }
+      from = all.start + pos + (all.gap > 0 && pos >= all.gap_at ? all.gap : 0);
+      to = ring.total();
+    } else {
+      to = p.length ? std::min<Offset>(ring.total(), from + *p.length) : ring.total();
+    }
+    Collected col = collect(ring, from, false);
+    if (col.end > to) {
+      // Trim to the requested length (raw bytes past the gap included).
+      Offset keep = to - col.start;
+      if (col.gap > 0 && keep > col.gap_at) keep -= col.gap;
+      if (keep < col.raw.size()) col.raw.resize(keep);
+      col.end = to;
+    }
+    Body b = render_body(col, budget, a->id, cfg_.envelope_extensions, cfg_.bytes_per_token);
+    body = b.text;
+    if (col.gap > 0) body = std::move(body);
+    r.omitted = b.omitted;
+    r.original_token_count = b.original_tokens;
+    range_from = col.start;
+    range_to = col.end;
+  }
+  r.chunk_id = new_chunk_id();
+  r.wall_time_seconds = seconds(Clock::now() - t0);
+  r.output = body;
+  r.range_offset = range_from;
+  r.range_length = range_to - range_from;
+  Envelope env;
+  env.chunk_id = r.chunk_id;
+  env.wall_time_seconds = r.wall_time_seconds;
+  env.session_id = a->id;
+  if (const auto& v = a->s->verdict()) {
+    r.exit_code = v->status.shell_code();
+    env.exit_code = r.exit_code;
+    r.state = "exited";
+  } else {
+    r.session_id = a->id;
+    r.state = "running";
+  }
+  env.extra.push_back(fmt::format("Range: bytes {}-{} of {}", range_from, range_to, ring.total()));
+  env.original_tokens = r.original_token_count;
+  env.body = body;
+  r.text = render_envelope(env);
+  return r;
+}
+
+ListResult ExecService::list_sessions(const ListParams& p) {
+  ListResult out;
+  auto now = Clock::now();
+  for (auto& [id, a] : sessions_) {
+    if (a->ended && !p.include_exited) continue;
+    SessionRow row;
+    row.id = id;
+    row.name = a->name;
+    row.command = a->cmd.size() > 200 ? a->cmd.substr(0, 200) : a->cmd;
+    row.cwd = a->cwd;
+    row.tty = a->tty;
+    row.age_s = seconds(now - a->created);
+    row.idle_s = seconds(now - std::max(a->last_output, a->last_input));
+    const auto& ring = a->s->output();
+    row.unread_bytes = ring.total() - std::min(a->reader, ring.total());
+    row.retained_bytes = ring.retained();
+    row.omitted_bytes = ring.evicted();
+    Offset from = ring.total() > 4096 ? ring.total() - 4096 : 0;
+    row.last_line = last_line(ring.read_from(from, 4096).text(), 120);
+    if (const auto& v = a->s->verdict()) {
+      row.exit_code = v->status.shell_code();
+      if (v->status.signal) row.signal = pty::signal_name(v->status.signal);
+    }
+    row.killed_by = a->killed_by;
+    if (a->ended)
+      row.state = "ended:" + a->end_reason.value_or("exited");
+    else if (a->s->verdict())
+      row.state = "exited";
+    else if (detect_awaiting(*a, true))
+      row.state = "awaiting_input";
+    else
+      row.state = "running";
+    out.rows.push_back(std::move(row));
+  }
+  if (p.include_exited) {
+    int shown = 0;
+    for (auto it = tombstone_order_.rbegin(); it != tombstone_order_.rend() && shown < 20; ++it) {
+      const auto& t = tombstones_.at(*it);
+      if (now - t.ended > std::chrono::minutes{10}) break;
+      SessionRow row;
+      row.id = t.id;
+      row.name = t.name;
+      row.command = t.cmd;
+      row.cwd = t.cwd;
+      row.state = "ended:" + t.reason;
+      if (t.status) row.exit_code = t.status->shell_code();
+      row.killed_by = t.killed_by;
+      row.age_s = seconds(now - t.ended);
+      out.rows.push_back(std::move(row));
+      ++shown;
+    }
+  }
+  out.text = "ID NAME STATE AGE IDLE TTY EXIT COMMAND\n";
+  for (const auto& r : out.rows)
+    out.text += fmt::format("{} {} {} {} {} {} {} {}\n", r.id, r.name.value_or("-"), r.state,
+                            age_text(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.age_s))),
+                            age_text(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.idle_s))),
+                            r.tty ? "yes" : "no", r.exit_code ? std::to_string(*r.exit_code) : "-", r.command);
+  return out;
+}
+
+void ExecService::shutdown(std::function<void()> done) {
+  for (auto& [id, a] : sessions_) {
+    if (a->s->finished()) continue;
+    if (!a->killed_by) a->killed_by = "manager shutdown";
+    a->s->terminate();
+  }
+  shutdown_done_ = std::move(done);
+  shutdown_deadline_ = Clock::now() + pm_.config().terminate_grace + milliseconds{500};
+  check_shutdown();
+}
+
+void ExecService::check_shutdown() {
+  bool all = std::all_of(sessions_.begin(), sessions_.end(), [](auto& kv) { return kv.second->s->finished(); });
+  if (all || Clock::now() >= shutdown_deadline_) {
+    shutdown_timer_.stop();
+    auto fn = std::move(shutdown_done_);
+    shutdown_done_ = nullptr;
+    if (fn) fn();
+    return;
+  }
+  shutdown_timer_.start(milliseconds{20}, [this] { check_shutdown(); });
+}
+
+}  // namespace uexec::agent

@@ -1,0 +1,256 @@
+// exec_service.h: the agent tools over the session core: exec_command, write_stdin,
+// kill_session, read_output and list_sessions (agent-semantics.md), shared by MCP and, later,
+// the native exec/* methods. C++ types in and out; the rpc layer turns them into JSON.
+//
+// A call is a Waiter on one session. Calls on a session run FIFO (the session's queue); the
+// front call takes its t0 when it gets the turn, and its wait ends by the first rule of §2.3
+// that holds, re-evaluated on every wake (output, exited, closed, its one timer):
+//   1. closed;  2. exited, and closed or min(t_x + 50 ms, D);  3. an `until` condition
+//   (after the post-write settle);  4. the deadline D.
+// The response is built at return from the owner's reader to the ring's end (minus a held-back
+// partial UTF-8 sequence), and only then does the reader advance, so a cancelled call
+// consumes nothing. Sessions belong to the service from spawn on: a cancelled or abandoned
+// call never kills its process.
+//
+//   spawn ──► grace (150 ms) ──► counted (64 max, LRU pruning, warning at 60)
+//                │ exit inside the grace: never counted
+//   exit delivered to the agent ──► ended: output readable for ended_linger ──► tombstone
+//
+// Tombstones (4096) answer for ended ids with why they ended. Loop thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <regex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/envelope.h"
+#include "agent/probes.h"
+#include "base/config.h"
+#include "base/result.h"
+#include "loop/timer.h"
+#include "policy/denial.h"
+#include "policy/sandbox_attempt.h"
+#include "session/process_manager.h"
+
+namespace uexec::agent {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Error kinds of the agent tools (§2.8); the message is in Error::context.
+enum class ToolErrc {
+  kMissingCommandLine,
+  kCreateProcess,
+  kUnknownSession,
+  kStdinClosed,
+  kWriteToStdin,
+  kUnknownKey,
+  kInvalidParam,
+  kNameInUse,
+  kSecretWouldEcho,
+  kLoginDisabled,
+};
+
+struct Until {
+  std::optional<std::string> regex_src;
+  std::shared_ptr<const std::regex> regex;
+  std::optional<milliseconds> idle;
+  std::optional<int> port;
+  bool awaiting_input = false;
+};
+
+struct ExecParams {
+  std::string cmd;
+  std::optional<std::string> workdir;
+  std::optional<std::string> shell;
+  std::optional<bool> login;
+  bool tty = false;
+  bool pipe_stdin = false;
+  std::optional<long> yield_time_ms;
+  std::optional<long> max_output_tokens;
+  std::optional<long> rows, cols;
+  std::optional<std::string> name;
+  bool replace = false;
+  std::optional<Until> until;  // nullopt: the default set {exit, awaiting_input}
+  std::optional<long> timeout_ms, idle_timeout_ms;
+  // Test hook: the sandbox attempt to run under (the orchestrator chooses it later).
+  std::optional<policy::SandboxAttempt> attempt;
+};
+
+struct WriteParams {
+  std::optional<long> session_id;
+  std::optional<std::string> name;
+  std::string chars;
+  std::vector<std::string> keys;
+  std::optional<long> yield_time_ms;
+  std::optional<long> max_output_tokens;
+  bool close_stdin = false;
+  std::optional<Until> until;
+  bool secret = false;
+};
+
+struct KillParams {
+  std::optional<long> session_id;
+  std::optional<std::string> name;
+  std::string signal = "terminate";
+  long grace_ms = 1000;
+  std::optional<long> max_output_tokens;
+};
+
+struct ReadParams {
+  std::optional<long> session_id;
+  std::optional<std::string> name;
+  std::optional<std::uint64_t> offset, length;
+  std::optional<long> tail_lines;
+  std::optional<std::string> grep;
+  bool ignore_case = false;
+  long context = 0;
+  long max_matches = 50;
+  std::optional<long> max_output_tokens;
+};
+
+struct ListParams {
+  bool all = false;
+  bool include_exited = true;
+};
+
+struct AwaitingInput {
+  std::string kind;      // password | line | raw | pipe
+  std::string evidence;  // kernel | hint
+  std::string prompt;    // the last output line, <= 120 chars
+};
+
+// One response of exec_command / write_stdin / kill_session / read_output: the text
+// envelope plus the structured fields (§2.7).
+struct Response {
+  std::string text;
+  std::string chunk_id;
+  double wall_time_seconds = 0;
+  std::string output;
+  std::optional<int> exit_code;
+  std::optional<long> session_id;  // null once the exit is reported
+  std::uint64_t original_token_count = 0;
+  long session = 0;
+  std::optional<std::string> name;
+  std::string state;  // running | awaiting_input | exited
+  std::optional<std::string> signal;
+  bool core_dumped = false;
+  std::optional<std::string> killed_by;
+  std::optional<std::string> fired;  // exit | regex | idle | port | awaiting_input
+  std::optional<std::string> match_text;
+  std::optional<std::uint64_t> match_offset;
+  std::optional<Listener> match_port;
+  std::optional<AwaitingInput> awaiting_input;
+  std::uint64_t range_offset = 0, range_length = 0;
+  std::vector<Omitted> omitted;
+  bool output_closed = false;
+  bool input_delivered = true;
+  std::size_t stdin_pending_bytes = 0;
+  std::vector<std::string> warnings;
+  std::optional<policy::SandboxDenied> sandbox_denied;
+};
+
+struct SessionRow {
+  long id = 0;
+  std::optional<std::string> name;
+  std::string state;  // running | awaiting_input | exited | ended:<reason>
+  std::string command, cwd;
+  bool tty = false;
+  double age_s = 0, idle_s = 0;
+  std::uint64_t unread_bytes = 0;
+  std::optional<int> exit_code;
+  std::optional<std::string> signal, killed_by;
+  std::string last_line;
+  std::uint64_t retained_bytes = 0, omitted_bytes = 0;
+};
+
+struct ListResult {
+  std::string text;
+  std::vector<SessionRow> rows;
+};
+
+using Reply = std::function<void(base::Result<Response>)>;
+using CallId = std::uint64_t;
+
+class ExecService {
+ public:
+  // `base_env` is the front door's environment ("NAME=value"); `default_cwd` resolves workdirs.
+  ExecService(session::ProcessManager& pm, std::vector<std::string> base_env, std::string default_cwd);
+  ~ExecService();
+  ExecService(const ExecService&) = delete;
+  ExecService& operator=(const ExecService&) = delete;
+
+  // Each replies exactly once (possibly before returning), unless cancelled.
+  CallId exec_command(ExecParams p, Reply done);
+  CallId write_stdin(WriteParams p, Reply done);
+  CallId kill_session(KillParams p, Reply done);
+  [[nodiscard]] base::Result<Response> read_output(const ReadParams& p);
+  ListResult list_sessions(const ListParams& p);
+  // Ends the call's wait without replying; the process keeps running and nothing is consumed.
+  void cancel(CallId id);
+  // Escalation on every live session; `done` runs when all finished or the grace is over.
+  void shutdown(std::function<void()> done);
+
+  std::size_t live_sessions() const noexcept;  // counted and not yet delivered as ended
+  const base::AgentConfig& config() const noexcept { return cfg_; }
+
+ private:
+  struct Call;
+  struct AgentSession;
+  struct Tombstone;
+
+  Call* new_call(int kind, long sid, Reply done);
+  void enqueue(Call* c);
+  void begin(Call* c);
+  void evaluate(Call* c);
+  void finish(Call* c);
+  long remove_call(Call* c);  // returns the call's session id; does not start the next call
+  void start_next(long sid);
+  void check_shutdown();
+  void fail(Call* c, base::Error e);
+  Response build_response(AgentSession& a, Call& c);
+  std::optional<AwaitingInput> detect_awaiting(AgentSession& a, bool require_quiet);
+  bool check_until(Call& c, AgentSession& a, Clock::time_point now, Clock::time_point* next);
+  bool scan_regex(Call& c, AgentSession& a);
+
+  base::Result<long> start_session(const ExecParams& p, Call* c);
+  void register_session(AgentSession& a);
+  void prune_one(std::vector<std::string>& warnings);
+  void mark_ended(AgentSession& a, const std::string& reason);
+  void sweep_ended();
+  void to_tombstone(long id);
+  long allocate_id();
+  AgentSession* live(long id);
+  base::Result<AgentSession*> find_target(const std::optional<long>& id, const std::optional<std::string>& name,
+                                          const char* tool, bool allow_ended);
+  std::string tombstone_text(long id) const;
+  bool issued(long id) const;
+  void on_activity(AgentSession& a);
+
+  session::ProcessManager& pm_;
+  loop::Loop& loop_;
+  base::AgentConfig cfg_;
+  std::vector<std::string> base_env_;
+  std::string default_cwd_;
+  std::map<long, std::unique_ptr<AgentSession>> sessions_;
+  std::map<long, Tombstone> tombstones_;
+  std::deque<long> tombstone_order_;
+  std::vector<bool> issued_;
+  long next_deterministic_id_ = 1000;
+  std::unordered_map<CallId, std::unique_ptr<Call>> calls_;
+  CallId next_call_ = 1;
+  loop::Timer sweep_;
+  loop::Timer shutdown_timer_;
+  std::function<void()> shutdown_done_;
+  Clock::time_point shutdown_deadline_{};
+};
+
+}  // namespace uexec::agent

@@ -1,0 +1,54 @@
+// denial.h: deciding whether a sandboxed command failed because the sandbox denied it.
+//
+// Two sources, in order of authority (sandbox.md §5): records the sandbox executor itself
+// reported (seccomp decisions, SIGSYS kills, Landlock audit, mount setup), and, only when
+// there are none, a keyword predicate over the retained output. A denial is a value, not
+// an exception: a denied command is an expected outcome. Pure: no libuv, no JSON.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pty/exit_status.h"
+
+namespace uexec::policy {
+
+enum class DenialSource { kExecutor, kHeuristic };
+const char* denial_source_name(DenialSource s) noexcept;
+
+// One thing the sandbox executor saw itself deny (sandbox.md §5.4, abridged).
+struct DenialRecord {
+  std::string source;     // "seccomp", "landlock", "mount"
+  std::string kind;       // "fs_write", "network", …
+  std::string detail;     // a path, a syscall: "write /etc/hosts"
+};
+
+// Where an executor leaves its records; shared by the attempt and the session.
+struct DenialLog {
+  std::vector<DenialRecord> records;
+};
+
+// The verdict's denial part (SandboxDenied): what the client and the orchestrator see.
+struct SandboxDenied {
+  int exit_code = 0;
+  DenialSource source = DenialSource::kHeuristic;
+  std::string mechanism;  // "seccomp", "landlock", "mount", "network", "keyword"
+  std::string detail;     // "landlock write /etc/hosts", or `output contains "…"`
+  // "executor: landlock write /etc/hosts" / "heuristic: output contains "read-only file system""
+  std::string describe() const;
+};
+
+// The production classifier, run once per sandboxed session when the exit drain ends:
+// exit 0 never counts; executor records count on any non-zero exit (even 2, 126, 127);
+// without records, 2, 126 and 127 never count, SIGSYS under seccomp counts, and otherwise
+// the whole-word keyword scan of `output` decides. `mount_view` adds the EBUSY/EXDEV texts.
+std::optional<SandboxDenied> classify_exit(const pty::ExitStatus& status, const DenialLog* log,
+                                           std::string_view output, bool seccomp, bool mount_view);
+
+// The keyword the scan found in `output` (lower-cased), or empty.
+std::string denial_keyword(std::string_view output, bool mount_view);
+
+}  // namespace uexec::policy

@@ -1,0 +1,202 @@
+#include "rpc/stdio_channel.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/log.h"
+
+namespace uexec::rpc {
+
+using base::Error;
+using base::Result;
+
+struct StdioChannel::WriteReq {
+  uv_write_t req;
+  std::string data;
+  StdioChannel* owner;
+};
+
+StdioChannel::StdioChannel(loop::Loop& loop, int in_fd, int out_fd, std::size_t max_line)
+    : loop_(loop), in_fd_(in_fd), out_fd_(out_fd), max_line_(max_line), file_pump_(loop) {}
+
+StdioChannel::~StdioChannel() = default;
+
+namespace {
+enum class FdKind { kStream, kTty, kFile };
+FdKind kind_of(int fd) {
+  if (::isatty(fd)) return FdKind::kTty;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return FdKind::kStream;
+  return FdKind::kFile;
+}
+}  // namespace
+
+Result<void> StdioChannel::start() {
+  switch (kind_of(in_fd_)) {
+    case FdKind::kStream: {
+      auto h = loop::make_handle<uv_pipe_t>([&](uv_pipe_t* p) { return uv_pipe_init(loop_.get(), p, 0); }, "uv_pipe_init");
+      if (!h) return std::move(h).error();
+      in_pipe_ = std::move(h).value();
+      if (int rc = uv_pipe_open(in_pipe_.get(), in_fd_); rc < 0) return Error::uv(rc, "uv_pipe_open stdin");
+      in_ = reinterpret_cast<uv_stream_t*>(in_pipe_.get());
+      break;
+    }
+    case FdKind::kTty: {
+      auto h = loop::make_handle<uv_tty_t>([&](uv_tty_t* t) { return uv_tty_init(loop_.get(), t, in_fd_, 0); },
+                                           "uv_tty_init stdin");
+      if (!h) return std::move(h).error();
+      in_tty_ = std::move(h).value();
+      in_ = reinterpret_cast<uv_stream_t*>(in_tty_.get());
+      break;
+    }
+    case FdKind::kFile:
+      file_pump_.start(std::chrono::milliseconds{0}, [this] { pump_file(); }, std::chrono::milliseconds{1});
+      break;
+  }
+  if (in_) {
+    in_->data = this;
+    if (int rc = uv_read_start(in_, &StdioChannel::on_alloc, &StdioChannel::on_read); rc < 0)
+      return Error::uv(rc, "uv_read_start stdin");
+  }
+  switch (kind_of(out_fd_)) {
+    case FdKind::kStream: {
+      auto h = loop::make_handle<uv_pipe_t>([&](uv_pipe_t* p) { return uv_pipe_init(loop_.get(), p, 0); }, "uv_pipe_init");
+      if (!h) return std::move(h).error();
+      out_pipe_ = std::move(h).value();
+      if (int rc = uv_pipe_open(out_pipe_.get(), out_fd_); rc < 0) return Error::uv(rc, "uv_pipe_open stdout");
+      out_ = reinterpret_cast<uv_stream_t*>(out_pipe_.get());
+      break;
+    }
+    case FdKind::kTty: {
+      auto h = loop::make_handle<uv_tty_t>([&](uv_tty_t* t) { return uv_tty_init(loop_.get(), t, out_fd_, 0); },
+                                           "uv_tty_init stdout");
+      if (!h) return std::move(h).error();
+      out_tty_ = std::move(h).value();
+      out_ = reinterpret_cast<uv_stream_t*>(out_tty_.get());
+      break;
+    }
+    case FdKind::kFile:
+      break;  // plain blocking writes
+  }
+  if (out_) out_->data = this;
+  return {};
+}
+
+void StdioChannel::on_alloc(uv_handle_t* h, std::size_t, uv_buf_t* buf) noexcept {
+  auto* self = static_cast<StdioChannel*>(h->data);
+  if (!self) {
+    *buf = uv_buf_init(nullptr, 0);
+    return;
+  }
+  auto slab = self->loop_.read_slab();
+  *buf = uv_buf_init(reinterpret_cast<char*>(slab.data()), static_cast<unsigned>(slab.size()));
+}
+
+void StdioChannel::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexcept {
+  auto* self = static_cast<StdioChannel*>(s->data);
+  if (!self) return;
+  if (n > 0) return self->feed(buf->base, static_cast<std::size_t>(n));
+  if (n < 0) self->handle_eof();  // UV_EOF, or an error: either way the peer is gone
+}
+
+void StdioChannel::pump_file() {
+  auto slab = loop_.read_slab();
+  ssize_t n = ::read(in_fd_, slab.data(), slab.size());
+  if (n > 0) return feed(reinterpret_cast<const char*>(slab.data()), static_cast<std::size_t>(n));
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return;
+  handle_eof();
+}
+
+void StdioChannel::feed(const char* data, std::size_t n) {
+  std::size_t pos = 0;
+  while (pos < n && !eof_) {
+    const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', n - pos));
+    std::size_t end = nl ? static_cast<std::size_t>(nl - data) : n;
+    if (discarding_) {
+      if (nl) discarding_ = false;
+    } else {
+      buf_.append(data + pos, end - pos);
+      if (buf_.size() > max_line_) {
+        // Stop buffering; drop input up to the end of this line, then answer once.
+        buf_.clear();
+        buf_.shrink_to_fit();
+        discarding_ = !nl;
+        if (on_oversize) on_oversize(max_line_);
+      } else if (nl) {
+        std::string line;
+        line.swap(buf_);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        if (!line.empty() && on_line) on_line(line);
+      }
+    }
+    pos = end + (nl ? 1 : 0);
+  }
+}
+
+void StdioChannel::handle_eof() {
+  if (eof_) return;
+  eof_ = true;
+  stop_reading();
+  if (on_eof) on_eof();
+}
+
+void StdioChannel::stop_reading() {
+  if (in_) uv_read_stop(in_);
+  file_pump_.stop();
+}
+
+void StdioChannel::send(std::string msg) {
+  msg += '\n';
+  if (!out_) {
+    // A regular file: blocking writes are fine and keep the order.
+    const char* p = msg.data();
+    std::size_t left = msg.size();
+    while (left > 0) {
+      ssize_t w = ::write(out_fd_, p, left);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      p += w;
+      left -= static_cast<std::size_t>(w);
+    }
+    return;
+  }
+  auto* w = new WriteReq{};
+  w->data = std::move(msg);
+  w->owner = this;
+  w->req.data = w;
+  uv_buf_t b = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
+  queued_ += w->data.size();
+  if (int rc = uv_write(&w->req, out_, &b, 1, &StdioChannel::on_write); rc < 0) {
+    queued_ -= w->data.size();
+    UEXEC_LOG(kWarn, "stdout write: {}", uv_strerror(rc));
+    delete w;
+  }
+}
+
+void StdioChannel::on_write(uv_write_t* req, int status) noexcept {
+  auto* w = static_cast<WriteReq*>(req->data);
+  // The owner may be gone (closed with writes in flight); its handle's close cancels them.
+  if (status != UV_ECANCELED && w->owner) {
+    w->owner->queued_ -= w->data.size();
+    w->owner->flushed_check();
+  }
+  delete w;
+}
+
+void StdioChannel::when_flushed(std::function<void()> fn) {
+  flushed_ = std::move(fn);
+  flushed_check();
+}
+
+void StdioChannel::flushed_check() {
+  if (queued_ == 0 && flushed_) {
+    auto fn = std::move(flushed_);
+    flushed_ = nullptr;
+    fn();
+  }
+}
+
+}  // namespace uexec::rpc

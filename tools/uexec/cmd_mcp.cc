@@ -1,0 +1,80 @@
+// cmd_mcp.cc: `uexec mcp`: an MCP server on stdio with its own ProcessManager.
+//
+// The server owns its sessions: on stdin EOF (the client went away), SIGTERM or SIGINT it
+// terminates every session with the usual escalation, flushes what it still has to say,
+// and exits 0. Diagnostics go to stderr only; stdout carries protocol messages.
+#include <signal.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agent/exec_service.h"
+#include "loop/loop.h"
+#include "loop/signal_watcher.h"
+#include "rpc/mcp_server.h"
+#include "rpc/stdio_channel.h"
+#include "session/process_manager.h"
+#include "tools/uexec/commands.h"
+
+extern char** environ;
+
+namespace uexec::cli {
+
+int cmd_mcp(const std::vector<std::string>& args) {
+  for (const auto& a : args) {
+    if (a == "-h" || a == "--help") {
+      std::fputs(
+          "usage: uexec mcp\n"
+          "  An MCP server on stdin/stdout (JSON-RPC 2.0, one message per line) with the tools\n"
+          "  exec_command, write_stdin, list_sessions, kill_session and read_output.\n"
+          "  Register it with an MCP client, e.g.:  claude mcp add uexec -- uexec mcp\n",
+          stdout);
+      return 0;
+    }
+    std::fprintf(stderr, "uexec mcp: unknown option %s (--connect comes with the daemon)\n", a.c_str());
+    return kExitUsage;
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  char cwd_buf[PATH_MAX];
+  std::string cwd = ::getcwd(cwd_buf, sizeof cwd_buf) ? cwd_buf : "/";
+
+  loop::Loop loop;
+  base::Config cfg;
+  cfg.close_drain = std::chrono::milliseconds{1000};  // agent-semantics §1.1
+  auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
+  auto exec = std::make_unique<agent::ExecService>(*pm, std::move(env), cwd);
+  rpc::StdioChannel channel(loop, 0, 1);
+  rpc::McpServer server(*exec, [&](std::string msg) { channel.send(std::move(msg)); });
+
+  bool stopping = false;
+  auto stop = [&] {
+    if (stopping) return;
+    stopping = true;
+    channel.stop_reading();
+    exec->shutdown([&] { channel.when_flushed([&] { loop.stop(); }); });
+  };
+  channel.on_line = [&](std::string_view line) { server.handle_line(line); };
+  channel.on_oversize = [&](std::size_t limit) { server.handle_oversize(limit); };
+  channel.on_eof = stop;
+  std::vector<std::unique_ptr<loop::SignalWatcher>> watchers;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    auto w = std::make_unique<loop::SignalWatcher>(loop);
+    if (w->start(sig, [&](int) { stop(); })) watchers.push_back(std::move(w));
+  }
+  if (auto r = channel.start(); !r) {
+    std::fprintf(stderr, "uexec mcp: %s\n", r.error().message().c_str());
+    return kExitInternal;
+  }
+  loop.run();
+  watchers.clear();
+  exec.reset();
+  pm.reset();
+  return 0;
+}
+
+}  // namespace uexec::cli
