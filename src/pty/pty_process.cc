@@ -147,17 +147,22 @@ Result<void> PtyProcess::watch_outputs() {
   return {};
 }
 
+// Re-arms only what changed: libuv 1.44 turns every uv_poll_start into an epoll_ctl pair,
+// and this runs on every keystroke written.
 void PtyProcess::update_poll_events() {
   bool want_write = queued_input() > 0;
   for (auto& out : outputs_) {
     if (!out.poll) continue;
     int events = reading_paused_ ? 0 : UV_READABLE;
     if (opts_.tty && want_write) events |= UV_WRITABLE;
+    if (events == out.armed) continue;
     if (events == 0) {
       uv_poll_stop(out.poll.get());
     } else if (int rc = uv_poll_start(out.poll.get(), events, &PtyProcess::on_poll); rc < 0) {
       UEXEC_LOG(kError, "uv_poll_start: {}", uv_strerror(rc));
+      continue;
     }
+    out.armed = events;
   }
   if (!opts_.tty && stdin_) {
     if (want_write && !stdin_poll_) {
@@ -167,13 +172,15 @@ void PtyProcess::update_poll_events() {
       if (poll) {
         stdin_poll_ = std::move(poll).value();
         stdin_poll_.get()->data = this;
+        stdin_armed_ = false;
       }
     }
-    if (stdin_poll_) {
+    if (stdin_poll_ && want_write != stdin_armed_) {
       if (want_write)
         uv_poll_start(stdin_poll_.get(), UV_WRITABLE, &PtyProcess::on_stdin_poll);
       else
         uv_poll_stop(stdin_poll_.get());
+      stdin_armed_ = want_write;
     }
   }
 }
@@ -187,6 +194,7 @@ void PtyProcess::on_poll(uv_poll_t* h, int status, int events) noexcept {
   if (!out) return;
   if (status < 0) {
     // libuv stops a poll handle on POLLERR. Read what is there, then treat it as the end.
+    out->armed = 0;  // libuv stopped the handle
     self->handle_readable(*out, self->opts_.read_burst_bytes);
     if (out->fd) {
       UEXEC_LOG(kWarn, "poll error on {} output: {}", stream_name(out->stream), uv_strerror(status));

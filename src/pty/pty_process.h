@@ -116,6 +116,7 @@ class PtyProcess {
     base::UniqueFd fd;
     loop::UvHandle<uv_poll_t> poll;
     Stream stream = Stream::kPty;
+    int armed = 0;  // the events the poll is started with; 0: stopped
   };
 
   PtyProcess(loop::Loop& loop, ChildReaper& reaper, const ProcessOptions& opts,
@@ -143,6 +144,7 @@ class PtyProcess {
   int open_outputs_ = 0;
   base::UniqueFd stdin_;     // pipes with stdin_pipe: our write end
   loop::UvHandle<uv_poll_t> stdin_poll_;
+  bool stdin_armed_ = false;
   std::string pending_in_;   // queued input; bytes before pending_off_ are written
   std::size_t pending_off_ = 0;
   std::unique_ptr<loop::Timer> kill_timer_;  // made on the first terminate()

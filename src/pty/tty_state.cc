@@ -40,7 +40,29 @@ ssize_t read_small(const std::string& path, char* buf, std::size_t cap) {
   return static_cast<ssize_t>(n);
 }
 
-// For each process of `pgrp` sleeping in read/readv, calls fd_matches(pid, fd).
+// Syscalls a process sleeps in while it waits for input: read/readv name the fd; the
+// multiplexers (readline uses pselect, event loops use poll/epoll) do not, so for those
+// the process's fd 0 stands for what it waits on.
+bool waiting_syscall(long nr, unsigned long arg0, int* fd) {
+  switch (nr) {
+    case SYS_read:
+    case SYS_readv:
+      *fd = static_cast<int>(arg0);
+      return true;
+    case SYS_select:
+    case SYS_pselect6:
+    case SYS_poll:
+    case SYS_ppoll:
+    case SYS_epoll_wait:
+    case SYS_epoll_pwait:
+      *fd = 0;
+      return true;
+    default:
+      return false;
+  }
+}
+
+// For each process of `pgrp` sleeping in a read or a wait for input, calls fd_matches(pid, fd).
 bool any_reader(pid_t pgrp, const std::function<bool(pid_t, int)>& fd_matches) {
   DIR* d = ::opendir("/proc");
   if (!d) return false;
@@ -62,9 +84,10 @@ bool any_reader(pid_t pgrp, const std::function<bool(pid_t, int)>& fd_matches) {
     if (read_small(base + "/syscall", buf, sizeof buf) <= 0) continue;
     long nr = -1;
     unsigned long arg0 = 0;
-    if (std::sscanf(buf, "%ld 0x%lx", &nr, &arg0) != 2) continue;
-    if (nr != SYS_read && nr != SYS_readv) continue;
-    found = fd_matches(static_cast<pid_t>(std::atol(e->d_name)), static_cast<int>(arg0));
+    if (std::sscanf(buf, "%ld 0x%lx", &nr, &arg0) < 1) continue;
+    int fd = -1;
+    if (!waiting_syscall(nr, arg0, &fd)) continue;
+    found = fd_matches(static_cast<pid_t>(std::atol(e->d_name)), fd);
   }
   ::closedir(d);
   return found;

@@ -28,7 +28,8 @@ std::optional<TtyModes> tty_modes(int master_fd) noexcept;
 dev_t slave_rdev(int master_fd) noexcept;
 
 // True when a process in process group `pgrp` sleeps in read(2)/readv(2) on an fd whose
-// target is the character device `rdev` (a PTY slave).
+// target is the character device `rdev` (a PTY slave), or in select/poll/epoll with the
+// slave as its fd 0 (readline waits in pselect before it reads).
 bool group_reading_tty(pid_t pgrp, dev_t rdev);
 
 // True when a process in process group `pgrp` sleeps in read(2)/readv(2) on the pipe with

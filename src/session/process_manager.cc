@@ -1,5 +1,7 @@
 #include "session/process_manager.h"
 
+#include <signal.h>
+
 #include <string>
 
 namespace uexec::session {
@@ -11,7 +13,10 @@ ProcessManager::ProcessManager(loop::Loop& loop, base::Config config)
     : loop_(&loop), config_(config), reaper_(loop), sweep_(loop) {}
 
 ProcessManager::~ProcessManager() {
-  // Sessions before the reaper: each PtyProcess unwatches (and reaps) its own child.
+  // SIGKILL every group first, so the children die in parallel; then each PtyProcess
+  // unwatches and reaps its own (sessions go before the reaper).
+  for (auto& [id, s] : sessions_)
+    if (!s->exited()) (void)s->signal(SIGKILL, pty::SignalTarget::kGroup);
   sessions_.clear();
   graveyard_.clear();
 }

@@ -31,6 +31,9 @@ struct LoopFixture {
     {
       loop::Timer guard(loop);
       guard.start(deadline, [&] { expired = true; });
+      // A tick, so predicates on state outside the loop (the kernel's) are looked at too.
+      loop::Timer tick(loop);
+      tick.start(std::chrono::milliseconds{10}, [] {}, std::chrono::milliseconds{10});
       while (!pred() && !expired) loop.run_once(true);
     }
     loop.run_once(false);  // let the guard's close callback run
@@ -82,6 +85,14 @@ inline int count_zombie_children() {
   }
   ::closedir(d);
   return n;
+}
+
+// The command name of a process ("" when gone).
+inline std::string comm_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string c;
+  std::getline(in, c);
+  return c;
 }
 
 // The pattern pty_child writes (keep in sync with helpers/pty_child.cc).

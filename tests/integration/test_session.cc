@@ -120,11 +120,11 @@ TEST_CASE("SIGINT to the foreground job of bash -i interrupts sleep and leaves b
   auto& s = f.start(req);
   REQUIRE(f.wait_output(s, "PROMPT> "));
   REQUIRE(s.write(std::string_view("sleep 100\n")));
-  // Wait until sleep is the foreground process group.
+  // Wait until sleep itself (not bash's fork before exec) leads the foreground group.
   int master = s.process()->master_fd();
   REQUIRE(f.run_until([&] {
     pid_t fg = ::tcgetpgrp(master);
-    return fg > 0 && fg != s.pid();
+    return fg > 0 && fg != s.pid() && comm_of(fg) == "sleep";
   }));
   REQUIRE(s.signal(SIGINT, pty::SignalTarget::kForeground));
   REQUIRE(f.run_until([&] { return ::tcgetpgrp(master) == s.pid(); }));

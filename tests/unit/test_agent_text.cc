@@ -1,0 +1,221 @@
+// Unit tests for the pure agent pieces: UTF-8 decoding and cutting, the body and envelope,
+// named keys, the environment preset, and the denial predicate.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <regex>
+
+#include "agent/agent_env.h"
+#include "agent/envelope.h"
+#include "agent/keys.h"
+#include "agent/probes.h"
+#include "policy/denial.h"
+#include "session/utf8_cut.h"
+
+using namespace uexec;
+using namespace uexec::agent;
+using session::incomplete_tail;
+using session::lossy_decode;
+
+namespace {
+// Mixed 1-4 byte characters, a combining accent and a ZWJ family emoji.
+const std::string kMixed = "a\xC3\xA9" "e\xCC\x81" "\xE2\x82\xAC" "\xF0\x9F\x98\x80" "b"
+                           "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7" "z";
+const std::string kFamily = "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7";
+
+bool valid_utf8(const std::string& s) { return lossy_decode(s) == s; }
+}  // namespace
+
+TEST_CASE("lossy decoding: each maximal invalid subpart becomes one U+FFFD") {
+  CHECK(lossy_decode("plain") == "plain");
+  CHECK(lossy_decode("\xFF") == "\xEF\xBF\xBD");
+  CHECK(lossy_decode("a\xE2\x82" "b") == "a\xEF\xBF\xBD" "b");          // truncated 3-byte: one U+FFFD
+  CHECK(lossy_decode("\xE0\x80\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong: three
+  CHECK(lossy_decode("\xED\xA0\x80") == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate: three
+  CHECK(lossy_decode("\xF0\x9F\x98") == "\xEF\xBF\xBD");
+  CHECK(lossy_decode(kMixed) == kMixed);
+}
+
+TEST_CASE("a trailing incomplete sequence is held back, at every split of mixed text") {
+  CHECK(incomplete_tail("ab") == 0);
+  CHECK(incomplete_tail("a\xE2") == 1);
+  CHECK(incomplete_tail("a\xE2\x82") == 2);
+  CHECK(incomplete_tail("a\xF0\x9F\x98") == 3);
+  CHECK(incomplete_tail("a\xFF") == 0);  // invalid, not incomplete
+  for (std::size_t cut = 0; cut <= kMixed.size(); ++cut) {
+    CAPTURE(cut);
+    std::string first = kMixed.substr(0, cut);
+    std::size_t held = incomplete_tail(first);
+    std::string shown = lossy_decode(first.substr(0, first.size() - held));
+    std::string rest = lossy_decode(first.substr(first.size() - held) + kMixed.substr(cut));
+    CHECK(shown + rest == lossy_decode(kMixed));
+  }
+}
+
+TEST_CASE("truncation at every budget gives valid UTF-8 and never splits a grapheme cluster") {
+  std::string text;
+  for (int i = 0; i < 8; ++i) text += kMixed;
+  for (std::size_t budget = 0; budget <= text.size() + 1; ++budget) {
+    CAPTURE(budget);
+    Collected c;
+    c.start = 100;
+    c.end = 100 + text.size();
+    c.raw = text;
+    Body b = render_body(c, budget, 4242, true);
+    CHECK(valid_utf8(b.text));
+    if (budget >= text.size()) {
+      CHECK(!b.truncated);
+      CHECK(b.text == text);
+      continue;
+    }
+    CHECK(b.truncated);
+    // The family emoji appears only whole: every ZWJ is between two of its members.
+    std::string t = b.text;
+    std::size_t zwj_pos = 0;
+    while ((zwj_pos = t.find("\xE2\x80\x8D", zwj_pos)) != std::string::npos) {
+      CHECK(zwj_pos >= 4);
+      CHECK(t.compare(zwj_pos - 4, 2, "\xF0\x9F") == 0);
+      zwj_pos += 3;
+    }
+    // The combining accent never starts a piece.
+    CHECK(t.find("\n\xCC\x81") == std::string::npos);
+    REQUIRE(b.omitted.size() >= 1);
+    CHECK(b.omitted[0].kind == "truncated");
+    CHECK(b.omitted[0].offset >= 100);
+    CHECK(b.omitted[0].offset + b.omitted[0].length <= c.end);
+  }
+}
+
+TEST_CASE("the truncation marker names the raw range and the token count") {
+  Collected c;
+  c.start = 0;
+  c.raw = std::string(100, 'x');
+  c.end = 100;
+  Body b = render_body(c, 40, 7, true);
+  CHECK(b.text == "Warning: truncated output (original token count: 25)\n" + std::string(20, 'x') +
+                      "\n…15 tokens truncated (read_output session_id=7 offset=20 length=60)…\n" + std::string(20, 'x'));
+  Body bare = render_body(c, 40, 7, false);
+  CHECK(bare.text.find("\n…15 tokens truncated…\n") != std::string::npos);
+  Body zero = render_body(c, 0, 7, true);
+  CHECK(zero.text ==
+        "Warning: truncated output (original token count: 25)\n…25 tokens truncated (read_output session_id=7 offset=0 "
+        "length=100)…");
+}
+
+TEST_CASE("evicted bytes are rendered as an explicit omission, never dropped silently") {
+  Collected c;
+  c.start = 0;
+  c.raw = "headtail";
+  c.gap_at = 4;
+  c.gap = 1000;
+  c.end = 1008;
+  Body b = render_body(c, 100, 1, true);
+  CHECK(b.text == "head\n... 1000 bytes omitted ...\ntail");
+  CHECK(b.original_tokens == 252);
+  REQUIRE(b.omitted.size() == 1);
+  CHECK(b.omitted[0].kind == "evicted");
+  CHECK(b.omitted[0].offset == 4);
+}
+
+TEST_CASE("the envelope: chunk id, wall time with 4 decimals, status, token count") {
+  Envelope e;
+  e.chunk_id = new_chunk_id();
+  CHECK(std::regex_match(e.chunk_id, std::regex("[0-9a-f]{6}")));
+  e.chunk_id = "3f09ac";
+  e.wall_time_seconds = 0.25314;
+  e.exit_code = 0;
+  e.original_tokens = 1;
+  e.body = "hi\n";
+  CHECK(render_envelope(e) == "Chunk ID: 3f09ac\nWall time: 0.2531 seconds\nProcess exited with code 0\n"
+                              "Original token count: 1\nOutput:\nhi\n");
+  e.exit_code.reset();
+  e.session_id = 48213;
+  e.extra = {"Returned early: idle 150 ms"};
+  CHECK(render_envelope(e) == "Chunk ID: 3f09ac\nWall time: 0.2531 seconds\nProcess running with session ID 48213\n"
+                              "Returned early: idle 150 ms\nOriginal token count: 1\nOutput:\nhi\n");
+}
+
+TEST_CASE("named keys") {
+  CHECK(*key_bytes("enter", true, false) == "\r");
+  CHECK(*key_bytes("enter", false, false) == "\n");
+  CHECK(*key_bytes("ctrl-c", true, false) == "\x03");
+  CHECK(*key_bytes("C-c", true, false) == "\x03");
+  CHECK(*key_bytes("^C", true, false) == "\x03");
+  CHECK(*key_bytes("CTRL-D", true, false) == "\x04");
+  CHECK(*key_bytes("up", true, false) == "\x1b[A");
+  CHECK(*key_bytes("up", true, true) == "\x1bOA");
+  CHECK(*key_bytes("pageup", true, false) == "\x1b[5~");
+  CHECK(*key_bytes("ctrl-\\", true, false) == "\x1c");
+  CHECK(!key_bytes("hyper-x", true, false));
+  CHECK(canonical_key("Esc") == "escape");
+}
+
+TEST_CASE("the agent preset: exactly its 20 pairs plus UEXEC_SESSION_ID, overriding, keeping the rest") {
+  std::vector<std::string> base = {"PATH=/opt/bin:/usr/bin", "TERM=xterm", "HOME=/root", "MY_API_KEY=s3cret",
+                                   "GITHUB_TOKEN=x", "aws_secret=y", "KEEP=1"};
+  auto env = build_agent_env(base, EnvPolicy{}, 1234);
+  CHECK(agent_preset().size() == 20);
+  CHECK(env.size() == 3 + 20 + 1);  // PATH, HOME, KEEP + preset + id
+  CHECK(*env_get(env, "PATH") == "/opt/bin:/usr/bin");
+  CHECK(*env_get(env, "TERM") == "dumb");
+  CHECK(*env_get(env, "NO_COLOR") == "1");
+  CHECK(*env_get(env, "COLORTERM") == "");
+  CHECK(*env_get(env, "UEXEC_SESSION_ID") == "1234");
+  CHECK(!env_get(env, "MY_API_KEY"));
+  CHECK(!env_get(env, "GITHUB_TOKEN"));
+  CHECK(!env_get(env, "aws_secret"));
+
+  EnvPolicy core;
+  core.inherit = EnvPolicy::Inherit::kCore;
+  core.set = {{"EXTRA", "v"}};
+  auto env2 = build_agent_env(base, core, 1);
+  CHECK(!env_get(env2, "KEEP"));
+  CHECK(*env_get(env2, "HOME") == "/root");
+  CHECK(*env_get(env2, "EXTRA") == "v");
+
+  EnvPolicy none;
+  none.inherit = EnvPolicy::Inherit::kNone;
+  auto env3 = build_agent_env(base, none, 1);
+  CHECK(*env_get(env3, "PATH") == "/usr/local/bin:/usr/bin:/bin");
+
+  EnvPolicy filtered;
+  filtered.ignore_default_excludes = true;
+  filtered.exclude = {"KE*"};
+  filtered.include_only = {"MY_*", "PATH"};
+  auto env4 = build_agent_env(base, filtered, 1);
+  CHECK(*env_get(env4, "MY_API_KEY") == "s3cret");
+  CHECK(!env_get(env4, "HOME"));
+}
+
+TEST_CASE("denial predicate: quick rejects, SIGSYS, whole words, executor records") {
+  using policy::classify_exit;
+  pty::ExitStatus ok{0, 0, false}, one{1, 0, false}, two{2, 0, false}, c126{126, 0, false}, c127{127, 0, false};
+  CHECK(!classify_exit(ok, nullptr, "permission denied", false, false));
+  CHECK(!classify_exit(two, nullptr, "permission denied", false, false));
+  CHECK(!classify_exit(c126, nullptr, "permission denied", false, false));
+  CHECK(!classify_exit(c127, nullptr, "operation not permitted", false, false));
+  auto rofs = classify_exit(one, nullptr, "touch: cannot touch 'x': Read-only file system", false, false);
+  REQUIRE(rofs);
+  CHECK(rofs->source == policy::DenialSource::kHeuristic);
+  CHECK(rofs->describe() == "heuristic: output contains \"read-only file system\"");
+  CHECK(!classify_exit(one, nullptr, "./src/sandbox/main.c\n./sandbox-exec\n", false, false));
+  CHECK(classify_exit(one, nullptr, "blocked by the sandbox: write", false, false));
+  pty::ExitStatus sys{0, SIGSYS, false};
+  CHECK(classify_exit(sys, nullptr, "", true, false));
+  CHECK(!classify_exit(sys, nullptr, "", false, false));
+  policy::DenialLog log;
+  log.records.push_back({"landlock", "fs_write", "write /etc/hosts"});
+  auto rec = classify_exit(c126, &log, "", false, false);
+  REQUIRE(rec);
+  CHECK(rec->source == policy::DenialSource::kExecutor);
+  CHECK(rec->describe() == "executor: landlock write /etc/hosts");
+  CHECK(!classify_exit(ok, &log, "", false, false));
+  CHECK(classify_exit(one, nullptr, "device or resource busy", false, true));
+  CHECK(!classify_exit(one, nullptr, "device or resource busy", false, false));
+}
+
+TEST_CASE("ANSI stripping for until.regex") {
+  CHECK(strip_ansi("\x1b[1;31mred\x1b[0m\r") == "red");
+  CHECK(strip_ansi("\x1b]0;title\x07text") == "text");
+  CHECK(strip_ansi("\x1b]2;t\x1b\\x") == "x");
+}

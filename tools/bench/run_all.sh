@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# run_all.sh: runs every uexec benchmark one after another (never in parallel: the machines
+# have 2 noisy cores and the benchmarks compare ratios within a run), merges their results
+# into BUILD_DIR/bench/results.json and prints every table again at the end.
+#
+#   tools/bench/run_all.sh [--quick] [--peers] [BUILD_DIR]     (BUILD_DIR defaults to build)
+#
+# --quick   few rounds and small sizes: the whole suite in well under a minute
+# --peers   also measure peers (T3): installs @lydell/node-pty into BUILD_DIR/peers with
+#           npm when it is missing, and uses tmux from PATH; rows are skipped, with a
+#           message, when a peer is unavailable
+#
+# Exits non-zero only when a benchmark program fails, not when a target is missed.
+set -euo pipefail
+
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit "${1:-0}"; }
+
+quick=()
+peers=()
+build=build
+for arg in "$@"; do
+  case "$arg" in
+    --quick) quick=(--quick) ;;
+    --peers) peers=(--peers) ;;
+    -h|--help) usage 0 ;;
+    -*) echo "run_all.sh: unknown option $arg" >&2; usage 2 ;;
+    *) build="$arg" ;;
+  esac
+done
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+bench_dir="$build/tools/bench"
+out="$build/bench"
+programs=(bench_drain bench_spawn bench_echo bench_scale)
+
+for p in "${programs[@]}"; do
+  if [[ ! -x "$bench_dir/$p" ]]; then
+    echo "run_all.sh: $bench_dir/$p is missing; build first: ninja -C $build" >&2
+    exit 1
+  fi
+done
+mkdir -p "$out"
+
+if [[ ${#peers[@]} -gt 0 ]]; then
+  export UEXEC_BENCH_PEERS="$build/peers"
+  if [[ ! -f "$UEXEC_BENCH_PEERS/node_modules/@lydell/node-pty/package.json" ]]; then
+    if command -v npm >/dev/null 2>&1; then
+      echo "run_all.sh: installing @lydell/node-pty into $UEXEC_BENCH_PEERS" >&2
+      mkdir -p "$UEXEC_BENCH_PEERS"
+      npm install --prefix "$UEXEC_BENCH_PEERS" --no-audit --no-fund @lydell/node-pty >&2 ||
+        echo "run_all.sh: npm install failed; node-pty rows will be skipped" >&2
+    else
+      echo "run_all.sh: npm not found; node-pty rows will be skipped" >&2
+    fi
+  fi
+  command -v tmux >/dev/null 2>&1 || echo "run_all.sh: tmux not found; tmux rows will be skipped" >&2
+fi
+
+failed=0
+for p in "${programs[@]}"; do
+  rm -f "$out/$p.json" "$out/$p.md"
+  echo "== $p ${quick[*]:-} ${peers[*]:-}" >&2
+  if ! "$bench_dir/$p" "${quick[@]}" "${peers[@]}" --json "$out/$p.json" >"$out/$p.md"; then
+    echo "run_all.sh: $p failed" >&2
+    failed=1
+  fi
+  cat "$out/$p.md"
+done
+
+python3 - "$out" "${programs[@]}" <<'PY'
+import json, os, sys
+out, programs = sys.argv[1], sys.argv[2:]
+merged = []
+for p in programs:
+    path = os.path.join(out, p + ".json")
+    if os.path.exists(path):
+        with open(path) as f:
+            merged.extend(json.load(f))
+with open(os.path.join(out, "results.json"), "w") as f:
+    json.dump(merged, f, indent=2)
+    f.write("\n")
+with open(os.path.join(out, "results.md"), "w") as f:
+    for p in programs:
+        path = os.path.join(out, p + ".md")
+        if os.path.exists(path):
+            f.write(open(path).read())
+PY
+
+echo
+echo "=================== all results ($out/results.json) ==================="
+cat "$out/results.md"
+exit "$failed"
