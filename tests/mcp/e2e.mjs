@@ -1,0 +1,125 @@
+// e2e.mjs UEXEC: drives `uexec mcp` with the official MCP TypeScript SDK client, as an
+// agent host would, and speaks raw JSON-RPC to it for what the SDK cannot send (bad JSON).
+import { execSync, spawn } from "node:child_process";
+import { createInterface } from "node:readline";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const uexec = process.argv[2];
+let passed = 0;
+let failed = 0;
+function check(name, ok, detail = "") {
+  if (ok) passed++;
+  else {
+    failed++;
+    console.log(`FAIL: ${name} ${detail}`);
+  }
+}
+const text = (r) => r.content?.[0]?.text ?? "";
+
+// --- through the SDK ---------------------------------------------------------------------
+const transport = new StdioClientTransport({ command: uexec, args: ["mcp"], stderr: "inherit" });
+const client = new Client({ name: "uexec-e2e", version: "1.0.0" });
+await client.connect(transport);  // initialize + notifications/initialized
+check("server info", client.getServerVersion()?.name === "uexec");
+
+const { tools } = await client.listTools();
+const names = tools.map((t) => t.name).sort();
+check("tools/list", JSON.stringify(names) ===
+  JSON.stringify(["exec_command", "kill_session", "list_sessions", "read_output", "write_stdin"]), names.join(","));
+const exec = tools.find((t) => t.name === "exec_command");
+check("exec_command schema", exec.inputSchema.required?.includes("cmd") && exec.inputSchema.additionalProperties === false);
+check("every property has a description",
+  tools.every((t) => Object.values(t.inputSchema.properties).every((p) => typeof p.description === "string")));
+
+// An interactive shell on a tty keeps its state across writes.
+let r = await client.callTool({ name: "exec_command",
+  arguments: { cmd: "PS1='$ ' exec bash --norc --noprofile -i", tty: true, yield_time_ms: 3000, login: false } });
+const sid = r.structuredContent?.session_id;
+check("bash -i runs with a session id", Number.isInteger(sid) && sid >= 1000 && sid < 100000, text(r));
+check("bash -i envelope", /^Chunk ID: [0-9a-f]{6}\nWall time: \d+\.\d{4} seconds\nProcess running with session ID \d+\n/.test(text(r)), text(r));
+r = await client.callTool({ name: "write_stdin", arguments: { session_id: sid, chars: "export X=1\n" } });
+check("write export", !r.isError, text(r));
+r = await client.callTool({ name: "write_stdin", arguments: { session_id: sid, chars: "echo $X\n" } });
+check("echo $X sees 1", /\r?\n1\r?\n/.test(r.structuredContent?.output ?? ""), JSON.stringify(r.structuredContent?.output));
+
+// A command that exits within the yield: exit_code, no session id.
+r = await client.callTool({ name: "exec_command", arguments: { cmd: "echo quick", login: false } });
+check("quick exit: exit_code 0", r.structuredContent?.exit_code === 0, text(r));
+check("quick exit: no session id", r.structuredContent?.session_id === null && !text(r).includes("session ID"), text(r));
+check("quick exit: text", text(r).includes("Process exited with code 0\n") && text(r).endsWith("Output:\nquick\n"), text(r));
+
+// A bad session id: a tool error with the tombstone reason.
+r = await client.callTool({ name: "write_stdin", arguments: { session_id: 99999, chars: "x" } });
+check("bad id is an isError result", r.isError === true, JSON.stringify(r));
+check("bad id says why", text(r) === "write_stdin failed: Unknown process id 99999 (no session with this id was started by this manager)", text(r));
+
+// list, read_output, kill.
+r = await client.callTool({ name: "list_sessions", arguments: {} });
+check("list_sessions shows bash", text(r).includes(String(sid)), text(r));
+r = await client.callTool({ name: "read_output", arguments: { session_id: sid, grep: "^1\\s*$" } });
+check("read_output grep", /L\d+@\d+: 1/.test(text(r)), text(r));
+r = await client.callTool({ name: "kill_session", arguments: { session_id: sid } });
+check("kill_session reports the end", text(r).includes("Process exited with code") && text(r).includes("sent by kill_session"), text(r));
+r = await client.callTool({ name: "write_stdin", arguments: { session_id: sid, chars: "x" } });
+check("killed id answers with its tombstone", r.isError && text(r).includes("killed by kill_session"), text(r));
+
+// Bad arguments are tool errors; an unknown tool is a protocol error.
+r = await client.callTool({ name: "exec_command", arguments: { cmd: "true", bogus: 1 } });
+check("unknown parameter refused", r.isError && text(r).includes("unknown parameter `bogus`"), text(r));
+try {
+  await client.callTool({ name: "no_such_tool", arguments: {} });
+  check("unknown tool is a JSON-RPC error", false);
+} catch (e) {
+  check("unknown tool is a JSON-RPC error", String(e).includes("-32602"), String(e));
+}
+await client.close();
+
+// --- raw JSON-RPC: malformed input keeps the server serving --------------------------------
+const child = spawn(uexec, ["mcp"], { stdio: ["pipe", "pipe", "inherit"] });
+const lines = createInterface({ input: child.stdout });
+const queue = [];
+let waiter = null;
+lines.on("line", (l) => { if (waiter) { const w = waiter; waiter = null; w(l); } else queue.push(l); });
+const next = () => new Promise((res, rej) => {
+  if (queue.length) return res(queue.shift());
+  waiter = res;
+  setTimeout(() => rej(new Error("no reply")), 10000);
+});
+const send = (o) => child.stdin.write((typeof o === "string" ? o : JSON.stringify(o)) + "\n");
+
+send("{this is not json");
+let m = JSON.parse(await next());
+check("malformed JSON: -32700 with id null", m.error?.code === -32700 && m.id === null, JSON.stringify(m));
+send({ jsonrpc: "2.0", id: 1, method: "tools/list" });
+m = JSON.parse(await next());
+check("a request before initialize: -32600", m.error?.code === -32600 && m.id === 1, JSON.stringify(m));
+send({ jsonrpc: "2.0", id: 2, method: "initialize", params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
+m = JSON.parse(await next());
+check("an older version is echoed", m.result?.protocolVersion === "2024-11-05", JSON.stringify(m));
+send([1, 2]);
+m = JSON.parse(await next());
+check("a batch is an invalid request", m.error?.code === -32600, JSON.stringify(m));
+send({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "exec_command", arguments: { cmd: "echo still-serving", login: false } } });
+m = JSON.parse(await next());
+check("still serving after bad input", m.result?.content?.[0]?.text?.includes("still-serving"), JSON.stringify(m));
+check("2024-11-05 has no structuredContent", m.result && !("structuredContent" in m.result), JSON.stringify(m));
+send({ jsonrpc: "2.0", id: 4, method: "ping" });
+m = JSON.parse(await next());
+check("ping", JSON.stringify(m.result) === "{}", JSON.stringify(m));
+// A long-running session, then stdin EOF: the server ends its sessions and exits 0.
+send({ jsonrpc: "2.0", id: 5, method: "tools/call", params: { name: "exec_command", arguments: { cmd: "trap '' TERM HUP; sleep 312.5", yield_time_ms: 250, login: false } } });
+m = JSON.parse(await next());
+const pid_line = m.result?.structuredContent;
+check("long session runs", m.result?.content?.[0]?.text?.includes("Process running"), JSON.stringify(m));
+const exited = new Promise((res) => child.on("exit", (code) => res(code)));
+child.stdin.end();
+const code = await exited;
+check("stdin EOF: exit 0", code === 0, String(code));
+void pid_line;
+let left = "";
+try { left = execSync("pgrep -f '^sleep 312.5$' || true").toString().trim(); } catch { left = "?"; }
+check("stdin EOF: no session process is left", left === "", left);
+
+console.log(`mcp-e2e: ${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
