@@ -142,6 +142,7 @@ struct ExecService::Call {
   std::optional<std::string> fired, match_text;
   std::optional<std::uint64_t> match_offset;
   std::optional<Listener> port_match;
+  std::optional<AwaitingInput> awaiting;
   Offset scan = 0;
   std::string partial;
   Offset partial_start = 0;
@@ -460,9 +461,12 @@ bool ExecService::check_until(Call& c, AgentSession& a, Clock::time_point now, C
     if (now < quiet_at) {
       *next = std::min(*next, quiet_at);
     } else {
-      if (!a.awaiting_reported && detect_awaiting(a, true)) {
-        c.fired = "awaiting_input";
-        return true;
+      if (!a.awaiting_reported) {
+        if (auto aw = detect_awaiting(a, true)) {
+          c.fired = "awaiting_input";
+          c.awaiting = std::move(aw);
+          return true;
+        }
       }
       *next = std::min(*next, now + milliseconds{100});
     }
@@ -552,7 +556,8 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
     r.session_id = a.id;
     r.state = "running";
     if (c.kind != kKill) {
-      if (auto aw = detect_awaiting(a, false)) {
+      // Known when it ended the wait; otherwise looked at only after the output went quiet.
+      if (auto aw = c.awaiting ? c.awaiting : detect_awaiting(a, true)) {
         r.awaiting_input = aw;
         r.state = "awaiting_input";
         a.awaiting_reported = true;

@@ -62,32 +62,42 @@ bool waiting_syscall(long nr, unsigned long arg0, int* fd) {
   }
 }
 
+// Whether process `pid` (named by its /proc directory) is in `pgrp`, sleeping in a read or a
+// wait for input on an fd that fd_matches accepts.
+bool process_waits(const std::string& pid_dir, pid_t pgrp, const std::function<bool(pid_t, int)>& fd_matches) {
+  char buf[512];
+  std::string base = "/proc/" + pid_dir;
+  if (read_small(base + "/stat", buf, sizeof buf) <= 0) return false;
+  // Fields after "(comm)": state ppid pgrp ...
+  const char* rp = std::strrchr(buf, ')');
+  if (!rp) return false;
+  char state = 0;
+  long ppid = 0, pg = 0;
+  if (std::sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pg) != 3) return false;
+  if (pg != pgrp || state != 'S') return false;
+  if (read_small(base + "/syscall", buf, sizeof buf) <= 0) return false;
+  long nr = -1;
+  unsigned long arg0 = 0;
+  if (std::sscanf(buf, "%ld 0x%lx", &nr, &arg0) < 1) return false;
+  int fd = -1;
+  if (!waiting_syscall(nr, arg0, &fd)) return false;
+  return fd_matches(static_cast<pid_t>(std::atol(pid_dir.c_str())), fd);
+}
+
 // For each process of `pgrp` sleeping in a read or a wait for input, calls fd_matches(pid, fd).
+// The group's leader is asked first: it is the reader in the common case (a shell, `read`,
+// a REPL), and that spares a walk over all of /proc.
 bool any_reader(pid_t pgrp, const std::function<bool(pid_t, int)>& fd_matches) {
+  if (process_waits(std::to_string(pgrp), pgrp, fd_matches)) return true;
   DIR* d = ::opendir("/proc");
   if (!d) return false;
   bool found = false;
-  char buf[512];
   while (!found) {
     dirent* e = ::readdir(d);
     if (!e) break;
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
-    std::string base = std::string("/proc/") + e->d_name;
-    if (read_small(base + "/stat", buf, sizeof buf) <= 0) continue;
-    // Fields after "(comm)": state ppid pgrp ...
-    const char* rp = std::strrchr(buf, ')');
-    if (!rp) continue;
-    char state = 0;
-    long ppid = 0, pg = 0;
-    if (std::sscanf(rp + 1, " %c %ld %ld", &state, &ppid, &pg) != 3) continue;
-    if (pg != pgrp || state != 'S') continue;
-    if (read_small(base + "/syscall", buf, sizeof buf) <= 0) continue;
-    long nr = -1;
-    unsigned long arg0 = 0;
-    if (std::sscanf(buf, "%ld 0x%lx", &nr, &arg0) < 1) continue;
-    int fd = -1;
-    if (!waiting_syscall(nr, arg0, &fd)) continue;
-    found = fd_matches(static_cast<pid_t>(std::atol(e->d_name)), fd);
+    if (std::atol(e->d_name) == pgrp) continue;  // asked already
+    found = process_waits(e->d_name, pgrp, fd_matches);
   }
   ::closedir(d);
   return found;
