@@ -324,6 +324,18 @@ void ExecService::cancel(CallId id) {
   start_next(remove_call(it->second.get()));
 }
 
+// (Re)starts the idle timeout: no output and no input for idle_timeout_ms ends the session.
+void ExecService::arm_idle(AgentSession& a) {
+  if (a.idle_timeout_ms <= 0 || a.s->verdict()) return;
+  long id = a.id;
+  a.idle.start(milliseconds{a.idle_timeout_ms}, [this, id] {
+    if (auto* x = live(id); x && !x->s->finished()) {
+      x->killed_by = fmt::format("an idle timeout of {} ms", x->idle_timeout_ms);
+      x->s->terminate();
+    }
+  });
+}
+
 void ExecService::on_activity(AgentSession& a) {
   auto now = Clock::now();
   std::uint64_t total = a.s->output().total();
@@ -331,15 +343,7 @@ void ExecService::on_activity(AgentSession& a) {
     a.seen_total = total;
     a.last_output = now;
     a.awaiting_reported = false;
-    if (a.idle_timeout_ms > 0 && !a.s->verdict()) {
-      long id = a.id;
-      a.idle.start(milliseconds{a.idle_timeout_ms}, [this, id] {
-        if (auto* x = live(id); x && !x->s->finished()) {
-          x->killed_by = fmt::format("an idle timeout of {} ms", x->idle_timeout_ms);
-          x->s->terminate();
-        }
-      });
-    }
+    arm_idle(a);
   }
   if (a.s->verdict()) {
     a.lifetime.stop();
@@ -654,7 +658,7 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
       }
     });
   }
-  if (raw->idle_timeout_ms > 0) on_activity(*raw);  // arms the idle timer
+  arm_idle(*raw);
   (void)c;
   return id;
 }
@@ -932,6 +936,7 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
       }
       s.last_input = Clock::now();
       s.awaiting_reported = false;
+      arm_idle(s);
     }
     call.t0 = Clock::now();
     call.settle_end = call.t0 + (empty ? milliseconds{0} : settle);

@@ -234,6 +234,7 @@ class ExecService {
   std::string tombstone_text(long id) const;
   bool issued(long id) const;
   void on_activity(AgentSession& a);
+  void arm_idle(AgentSession& a);
 
   session::ProcessManager& pm_;
   loop::Loop& loop_;

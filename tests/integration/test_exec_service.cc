@@ -7,6 +7,7 @@
 
 #include <optional>
 #include <regex>
+#include <set>
 
 #include "agent/exec_service.h"
 #include "integration/session_helpers.h"
@@ -531,4 +532,156 @@ TEST_CASE("errors: a blank command, a missing workdir, a login shell when disabl
   k.session_id = r->session_id;
   k.keys = {"hyper-x"};
   CHECK(f.write(k).error().context.find("unknown key \"hyper-x\"") != std::string::npos);
+}
+
+TEST_CASE("max_output_tokens above the cap is clamped on every tool; 0 leaves the marker alone") {
+  AgentFixture f;
+  auto p = cmd("head -c 100000 /dev/zero | tr '\\0' a");
+  p.max_output_tokens = 70000;
+  auto r = f.exec_cmd(p);
+  CHECK(r->text.find("Warning: truncated output (original token count: 25000)") != std::string::npos);
+  CHECK(r->output.size() < 40000 + 200);  // the 10000-token cap, not 70000
+  agent::ReadParams rp;
+  rp.session_id = r->session;
+  rp.max_output_tokens = 70000;
+  CHECK(f.exec->read_output(rp)->output.size() < 40000 + 200);
+  rp.max_output_tokens = 0;
+  CHECK(f.exec->read_output(rp)->output ==
+        "Warning: truncated output (original token count: 25000)\n…25000 tokens truncated (read_output session_id=" +
+            std::to_string(r->session) + " offset=0 length=100000)…");
+  auto s = f.exec_cmd(cmd("cat", true, 500));
+  WriteParams w = input(*s->session_id, std::string(200, 'b') + "\n");
+  w.max_output_tokens = 70000;
+  CHECK(f.write(w));
+}
+
+TEST_CASE("concurrent write_stdin calls run in order with disjoint output; a cancelled call consumes nothing") {
+  AgentFixture f;
+  auto r = f.exec_cmd(cmd("cat", false, 250));
+  (void)r;
+  auto p = cmd("cat", false, 250);
+  p.pipe_stdin = true;
+  auto c = f.exec_cmd(p);
+  long id = *c->session_id;
+  std::vector<std::string> outs(3);
+  int done = 0;
+  for (int i = 0; i < 3; ++i) {
+    WriteParams w = input(id, "w" + std::to_string(i) + "\n", 300);
+    f.exec->write_stdin(w, [&, i](base::Result<Response> x) {
+      outs[i] = x ? x->output : "error";
+      ++done;
+    });
+  }
+  REQUIRE(f.run_until([&] { return done == 3; }));
+  CHECK(outs[0] == "w0\n");
+  CHECK(outs[1] == "w1\n");
+  CHECK(outs[2] == "w2\n");
+  // A cancelled poll consumes nothing: the next call still gets the output.
+  WriteParams w = input(id, "late\n", 2000);
+  agent::CallId cid = f.exec->write_stdin(w, [&](base::Result<Response>) { FAIL("a cancelled call replied"); });
+  f.run_for(std::chrono::milliseconds{50});
+  f.exec->cancel(cid);
+  auto next = f.write(input(id, "", 0));
+  CHECK(next->output == "late\n");
+}
+
+TEST_CASE("the post-write settle: conditions wait for it, so idle sees the program's reaction") {
+  AgentFixture f;
+  auto p = cmd("while read l; do echo got; sleep 0.2; echo done; done", false, 250);
+  p.pipe_stdin = true;
+  auto r = f.exec_cmd(p);
+  long id = *r->session_id;
+  WriteParams w = input(id, "x\n", 5000);
+  agent::Until idle;
+  idle.idle = std::chrono::milliseconds{150};
+  w.until = idle;
+  auto a = f.write(w);
+  CHECK(a->output.find("got") != std::string::npos);  // idle 150 counts from the settle end
+  f.write(input(id, "", 0));                          // drain "done"
+
+  base::Config cfg = agent_config();
+  cfg.agent.post_write_settle = std::chrono::milliseconds{0};
+  AgentFixture g(cfg);
+  auto r2 = g.exec_cmd(p);
+  WriteParams w2 = input(*r2->session_id, "x\n", 5000);
+  agent::Until idle0;
+  idle0.idle = std::chrono::milliseconds{50};
+  w2.until = idle0;
+  auto b = g.write(w2);
+  CHECK(b->fired == "idle");
+  CHECK(b->output.find("done") == std::string::npos);  // returned before the program finished
+}
+
+TEST_CASE("timeouts and outside signals end sessions with the right attribution") {
+  AgentFixture f;
+  auto p = cmd("sleep 100", false, 250);
+  p.timeout_ms = 1000;
+  auto r = f.exec_cmd(p);
+  auto t0 = std::chrono::steady_clock::now();
+  auto end = f.write(input(*r->session_id, "", 10000));
+  CHECK(since(t0) < 5.0);
+  CHECK(end->killed_by == "a lifetime timeout of 1000 ms");
+  CHECK(end->exit_code == 128 + SIGTERM);
+
+  auto q = cmd("sleep 100", false, 250);
+  q.idle_timeout_ms = 1000;
+  auto i = f.exec_cmd(q);
+  auto iend = f.write(input(*i->session_id, "", 10000));
+  CHECK(iend->killed_by == "an idle timeout of 1000 ms");
+
+  auto o = f.exec_cmd(cmd("echo $$; exec sleep 100", false, 250));
+  pid_t pid = std::atoi(o->output.c_str());
+  REQUIRE(pid > 0);
+  ::kill(pid, SIGTERM);
+  auto oend = f.write(input(*o->session_id, "", 10000));
+  CHECK(oend->text.find("Signal: SIGTERM (sent by a signal not sent by uexec)") != std::string::npos);
+}
+
+TEST_CASE("kill_session escalates to SIGKILL for a TERM-ignoring process; a kill during exec_command's wait") {
+  AgentFixture f;
+  auto r = f.exec_cmd(cmd("trap '' TERM HUP; echo ready; while :; do sleep 0.05; done", false, 500));
+  agent::KillParams k;
+  k.session_id = r->session_id;
+  k.grace_ms = 300;
+  auto killed = f.kill(k);
+  CHECK(killed->exit_code == 137);
+  CHECK(killed->text.find("Signal: SIGKILL (sent by kill_session)") != std::string::npos);
+  // Idempotent: killing it again answers with its status.
+  CHECK(f.kill(k));
+
+  std::optional<base::Result<Response>> first;
+  f.exec->exec_command(cmd("sleep 100", false, 30000), [&](base::Result<Response> x) { first.emplace(std::move(x)); });
+  f.run_for(std::chrono::milliseconds{300});
+  REQUIRE(!first);
+  agent::KillParams k2;
+  k2.session_id = 1001;  // deterministic ids: the second session
+  f.kill(k2);
+  REQUIRE(f.run_until([&] { return first.has_value(); }, 5s));
+  CHECK((*first)->exit_code == 128 + SIGTERM);
+  CHECK(!(*first)->session_id);
+}
+
+TEST_CASE("a denied session's id answers `denied by the sandbox`") {
+  AgentFixture f;
+  auto log = std::make_shared<policy::DenialLog>();
+  log->records.push_back({"seccomp", "network", "socket(AF_INET)"});
+  auto p = cmd("exit 1");
+  p.attempt = policy::SandboxAttempt::fake(log);
+  auto r = f.exec_cmd(p);
+  auto w = f.write(input(r->session, "x"));
+  CHECK(w.error().context.find("(denied by the sandbox (executor: seccomp socket(AF_INET)) at ") != std::string::npos);
+}
+
+TEST_CASE("ids are random in [1000, 100000) and not reused while tombstoned") {
+  base::Config cfg;
+  cfg.close_drain = std::chrono::milliseconds{1000};
+  AgentFixture f(cfg);
+  std::set<long> seen;
+  for (int i = 0; i < 20; ++i) {
+    auto r = f.exec_cmd(cmd("true"));
+    CHECK(r->session >= 1000);
+    CHECK(r->session < 100000);
+    seen.insert(r->session);
+  }
+  CHECK(seen.size() == 20);
 }
