@@ -597,7 +597,7 @@ TEST_CASE("the post-write settle: conditions wait for it, so idle sees the progr
   w.until = idle;
   auto a = f.write(w);
   CHECK(a->output.find("got") != std::string::npos);  // idle 150 counts from the settle end
-  f.write(input(id, "", 0));                          // drain "done"
+  (void)f.write(input(id, "", 0));                          // drain "done"
 
   base::Config cfg = agent_config();
   cfg.agent.post_write_settle = std::chrono::milliseconds{0};
@@ -655,7 +655,7 @@ TEST_CASE("kill_session escalates to SIGKILL for a TERM-ignoring process; a kill
   REQUIRE(!first);
   agent::KillParams k2;
   k2.session_id = 1001;  // deterministic ids: the second session
-  f.kill(k2);
+  (void)f.kill(k2);
   REQUIRE(f.run_until([&] { return first.has_value(); }, 5s));
   CHECK((*first)->exit_code == 128 + SIGTERM);
   CHECK(!(*first)->session_id);
