@@ -18,12 +18,12 @@ bool glob(const std::string& pattern, const std::string& name, bool casefold) {
   return ::fnmatch(pattern.c_str(), name.c_str(), casefold ? FNM_CASEFOLD : 0) == 0;
 }
 
-void put(std::vector<std::string>& env, const std::string& name, const std::string& value) {
+}  // namespace
+
+void env_put(std::vector<std::string>& env, const std::string& name, const std::string& value) {
   std::erase_if(env, [&](const std::string& kv) { return name_of(kv) == name; });
   env.push_back(name + "=" + value);
 }
-
-}  // namespace
 
 const std::vector<std::pair<std::string, std::string>>& agent_preset() {
   static const std::vector<std::pair<std::string, std::string>> preset = {
@@ -45,8 +45,7 @@ std::optional<std::string> env_get(const std::vector<std::string>& env, std::str
   return std::nullopt;
 }
 
-std::vector<std::string> build_agent_env(const std::vector<std::string>& base, const EnvPolicy& policy,
-                                         long session_id) {
+std::vector<std::string> apply_env_policy(const std::vector<std::string>& base, const EnvPolicy& policy) {
   static const char* kCore[] = {"HOME", "LOGNAME", "PATH", "SHELL", "USER", "USERNAME", "TMPDIR", "TEMP", "TMP"};
   std::vector<std::string> env;
   for (const auto& kv : base) {
@@ -63,14 +62,20 @@ std::vector<std::string> build_agent_env(const std::vector<std::string>& base, c
       continue;
     env.push_back(kv);
   }
-  for (const auto& [k, v] : policy.set) put(env, k, v);
+  for (const auto& [k, v] : policy.set) env_put(env, k, v);
   if (!policy.include_only.empty())
     std::erase_if(env, [&](const std::string& kv) {
       return std::none_of(policy.include_only.begin(), policy.include_only.end(),
                           [&](const auto& g) { return glob(g, name_of(kv), false); });
     });
-  for (const auto& [k, v] : agent_preset()) put(env, k, v);
-  put(env, "UEXEC_SESSION_ID", std::to_string(session_id));
+  return env;
+}
+
+std::vector<std::string> build_agent_env(const std::vector<std::string>& base, const EnvPolicy& policy,
+                                         long session_id) {
+  std::vector<std::string> env = apply_env_policy(base, policy);
+  for (const auto& [k, v] : agent_preset()) env_put(env, k, v);
+  env_put(env, "UEXEC_SESSION_ID", std::to_string(session_id));
   if (!env_get(env, "PATH")) env.push_back("PATH=/usr/local/bin:/usr/bin:/bin");
   return env;
 }

@@ -27,6 +27,13 @@ struct EnvPolicy {
 // The 20 pairs of the agent preset, in table order.
 const std::vector<std::pair<std::string, std::string>>& agent_preset();
 
+// Applies `policy` to `base` ("NAME=value" entries): inherit, default excludes, exclude,
+// set, include_only. No preset: process/start's envPolicy uses this as is.
+std::vector<std::string> apply_env_policy(const std::vector<std::string>& base, const EnvPolicy& policy);
+
+// Sets NAME=value in `env`, replacing an earlier value.
+void env_put(std::vector<std::string>& env, const std::string& name, const std::string& value);
+
 // Builds the agent env ("NAME=value" list) from `base` ("NAME=value" entries).
 std::vector<std::string> build_agent_env(const std::vector<std::string>& base, const EnvPolicy& policy,
                                          long session_id);

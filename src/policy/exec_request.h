@@ -20,6 +20,7 @@ struct ExecRequest {
   base::PtySize size{};                          // tty only
   bool stdin_pipe = false;                       // pipes only: a writable stdin
   std::string id;                                // empty: the manager picks one
+  std::optional<std::string> arg0;               // the argv[0] the program sees, if not argv[0]
 };
 
 }  // namespace uexec::policy

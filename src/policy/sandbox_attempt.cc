@@ -20,6 +20,10 @@ base::Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) con
     return base::Error::invalid("size: rows and cols must be >= 1");
   pty::SpawnSpec spec;
   spec.argv = req.argv;
+  if (req.arg0) {
+    spec.program = req.argv[0];
+    spec.argv[0] = *req.arg0;
+  }
   spec.cwd = req.cwd;
   if (req.env) {
     spec.env = *req.env;

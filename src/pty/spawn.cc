@@ -169,7 +169,7 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
   if ((stdio.tty >= 0 && stdio.tty <= 2) ||
       (stdio.tty < 0 && (stdio.in <= 2 || stdio.out <= 2 || stdio.err <= 2)))
     return Error::invalid("spawn: stdio fds must be above 2");
-  auto path = resolve_program(spec.argv[0], spec.env, spec.cwd);
+  auto path = resolve_program(spec.program.empty() ? spec.argv[0] : spec.program, spec.env, spec.cwd);
   if (!path) return std::move(path).error();
 
   // Flatten to char* arrays now: the child may not allocate.

@@ -36,6 +36,7 @@ struct ChildStep {
 // What to run: built by policy::SandboxAttempt::env_for from an ExecRequest.
 struct SpawnSpec {
   std::vector<std::string> argv;  // non-empty; argv[0] without '/' is looked up on PATH
+  std::string program;            // when set, what to exec instead of argv[0] (argv[0] stays as given)
   std::vector<std::string> env;   // exactly the child's environment, "NAME=value"
   std::string cwd;                // empty: the manager's own cwd
   std::vector<ChildStep> steps;

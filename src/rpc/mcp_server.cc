@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <set>
 
-#include "agent/keys.h"
+#include "rpc/agent_tools.h"
 #include "base/log.h"
 
 namespace uexec::rpc {
@@ -14,134 +14,10 @@ namespace {
 
 constexpr int kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602;
 
-// Argument access with the rules of the tool schemas. Errors are collected as text.
-class Args {
- public:
-  Args(const json& j, std::set<std::string> allowed) : j_(j) {
-    if (!j.is_object()) {
-      err_ = "arguments must be an object";
-      return;
-    }
-    for (auto it = j.begin(); it != j.end(); ++it)
-      if (!allowed.count(it.key())) {
-        err_ = fmt::format("unknown parameter `{}`", it.key());
-        return;
-      }
-  }
-  const std::string& error() const { return err_; }
-  bool has(const char* k) const { return err_.empty() && j_.contains(k) && !j_.at(k).is_null(); }
-
-  std::optional<long> integer(const char* k) {
-    if (!has(k)) return std::nullopt;
-    const json& v = j_.at(k);
-    if (v.is_number_integer()) return v.get<long>();
-    if (v.is_number_float()) {
-      double d = v.get<double>();
-      if (d == static_cast<double>(static_cast<long>(d))) return static_cast<long>(d);
-    }
-    if (v.is_string()) {  // integers sent as decimal strings are accepted
-      const std::string& s = v.get_ref<const std::string&>();
-      char* end = nullptr;
-      long n = std::strtol(s.c_str(), &end, 10);
-      if (!s.empty() && end && *end == '\0') return n;
-    }
-    fail(k, "an integer");
-    return std::nullopt;
-  }
-  std::optional<bool> boolean(const char* k) {
-    if (!has(k)) return std::nullopt;
-    if (j_.at(k).is_boolean()) return j_.at(k).get<bool>();
-    fail(k, "a boolean");
-    return std::nullopt;
-  }
-  std::optional<std::string> string(const char* k) {
-    if (!has(k)) return std::nullopt;
-    if (j_.at(k).is_string()) return j_.at(k).get<std::string>();
-    fail(k, "a string");
-    return std::nullopt;
-  }
-  std::vector<std::string> strings(const char* k) {
-    std::vector<std::string> out;
-    if (!has(k)) return out;
-    if (!j_.at(k).is_array()) {
-      fail(k, "an array of strings");
-      return out;
-    }
-    for (const auto& v : j_.at(k)) {
-      if (!v.is_string()) {
-        fail(k, "an array of strings");
-        return {};
-      }
-      out.push_back(v.get<std::string>());
-    }
-    return out;
-  }
-  std::optional<agent::Until> until(const char* k) {
-    if (!has(k)) return std::nullopt;
-    Args u(j_.at(k), {"exit", "regex", "idle_ms", "port", "awaiting_input"});
-    if (!u.error().empty()) {
-      err_ = fmt::format("`{}`: {}", k, u.error());
-      return std::nullopt;
-    }
-    agent::Until out;
-    (void)u.boolean("exit");  // exit always ends a wait
-    if (auto r = u.string("regex")) {
-      if (r->size() > 1024) {
-        err_ = "`until.regex` is longer than 1024 characters";
-        return std::nullopt;
-      }
-      try {
-        out.regex = std::make_shared<const std::regex>(*r, std::regex::ECMAScript);
-        out.regex_src = *r;
-      } catch (const std::regex_error& e) {
-        err_ = fmt::format("`until.regex` is not a valid pattern: {}", e.what());
-        return std::nullopt;
-      }
-    }
-    if (auto i = u.integer("idle_ms")) {
-      if (*i < 1) u.err_ = "`until.idle_ms` must be >= 1";
-      out.idle = std::chrono::milliseconds{std::max(50L, *i)};
-    }
-    if (auto p = u.integer("port")) {
-      if (*p < 0 || *p > 65535) u.err_ = "`until.port` must be 0..65535";
-      out.port = static_cast<int>(*p);
-    }
-    out.awaiting_input = u.boolean("awaiting_input").value_or(false);
-    if (!u.error().empty()) err_ = u.error();
-    return out;
-  }
-
- private:
-  void fail(const char* k, const char* what) {
-    if (err_.empty()) err_ = fmt::format("`{}` must be {}", k, what);
-  }
-  const json& j_;
-  std::string err_;
-};
-
-json until_schema() {
-  return {{"type", "object"},
-          {"additionalProperties", false},
-          {"description", "Return early when any of these holds (exit always ends the wait)."},
-          {"properties",
-           {{"exit", {{"type", "boolean"}, {"description", "Return when the process exits (always on)."}}},
-            {"regex", {{"type", "string"}, {"description", "ECMAScript pattern matched per line of new output."}}},
-            {"idle_ms", {{"type", "integer"}, {"minimum", 1}, {"description", "Return after this long without output."}}},
-            {"port",
-             {{"type", "integer"},
-              {"minimum", 0},
-              {"maximum", 65535},
-              {"description", "Return when a process of the session listens on this TCP port (0: any)."}}},
-            {"awaiting_input",
-             {{"type", "boolean"}, {"description", "Return when the process waits for input (tty read, prompt)."}}}}}};
-}
-
-json prop(const char* type, const char* desc) { return {{"type", type}, {"description", desc}}; }
-
 }  // namespace
 
 McpServer::McpServer(agent::ExecService& exec, std::function<void(std::string)> send)
-    : exec_(exec), send_(std::move(send)) {}
+    : tools_(exec), send_(std::move(send)) {}
 
 void McpServer::reply(const json& id, json result) {
   send_(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}.dump(-1, ' ', false,
@@ -153,10 +29,6 @@ void McpServer::error(const json& id, int code, const std::string& message, json
   if (!data.is_null()) err["data"] = std::move(data);
   send_(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}.dump(-1, ' ', false,
                                                                            json::error_handler_t::replace));
-}
-
-void McpServer::tool_error(const json& id, const std::string& text) {
-  reply(id, {{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", true}});
 }
 
 void McpServer::handle_oversize(std::size_t limit) {
@@ -187,7 +59,7 @@ void McpServer::handle_notification(const std::string& method, const json& param
     if (!params.is_object() || !params.contains("requestId")) return;
     auto it = pending_.find(params["requestId"].dump());
     if (it == pending_.end()) return;
-    exec_.cancel(it->second);
+    tools_.cancel(it->second);
     pending_.erase(it);
     return;
   }
@@ -212,7 +84,7 @@ void McpServer::handle_request(const json& id, const std::string& method, const 
   }
   if (!initialized_) return error(id, kInvalidRequest, "the server is not initialized: send initialize first");
   if (method == "ping") return reply(id, json::object());
-  if (method == "tools/list") return reply(id, {{"tools", tools_list()}});
+  if (method == "tools/list") return reply(id, {{"tools", AgentTools::tools_list(version_)}});
   if (method == "tools/call") {
     if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
       return error(id, kInvalidParams, "tools/call needs params.name");
@@ -222,278 +94,19 @@ void McpServer::handle_request(const json& id, const std::string& method, const 
   error(id, kMethodNotFound, "Method not found: " + method);
 }
 
-json McpServer::tool_result(const agent::Response& r, bool structured) const {
-  json out = {{"content", json::array({{{"type", "text"}, {"text", r.text}}})}, {"isError", false}};
-  if (!structured) return out;
-  json s = {{"chunk_id", r.chunk_id},
-            {"wall_time_seconds", r.wall_time_seconds},
-            {"output", r.output},
-            {"original_token_count", r.original_token_count},
-            {"session", r.session},
-            {"state", r.state},
-            {"output_closed", r.output_closed},
-            {"input_delivered", r.input_delivered},
-            {"stdin_pending_bytes", r.stdin_pending_bytes},
-            {"range", {{"offset", r.range_offset}, {"length", r.range_length}}}};
-  s["exit_code"] = r.exit_code ? json(*r.exit_code) : json();
-  s["session_id"] = r.session_id ? json(*r.session_id) : json();
-  if (r.name) s["name"] = *r.name;
-  if (r.signal) s["signal"] = *r.signal;
-  if (r.killed_by) s["killed_by"] = *r.killed_by;
-  if (r.core_dumped) s["core_dumped"] = true;
-  if (r.fired) s["fired"] = *r.fired;
-  if (r.match_text) s["match"] = {{"offset", r.match_offset.value_or(0)}, {"text", *r.match_text}};
-  if (r.match_port) s["match"] = {{"port", r.match_port->port}, {"pid", r.match_port->pid}, {"comm", r.match_port->comm}};
-  s["awaiting_input"] = r.awaiting_input ? json{{"kind", r.awaiting_input->kind},
-                                                {"evidence", r.awaiting_input->evidence},
-                                                {"prompt", r.awaiting_input->prompt}}
-                                         : json();
-  if (!r.omitted.empty()) {
-    json om = json::array();
-    for (const auto& o : r.omitted) om.push_back({{"offset", o.offset}, {"length", o.length}, {"kind", o.kind}});
-    s["omitted"] = om;
-  }
-  if (r.sandbox_denied)
-    s["sandbox_denied"] = {{"source", policy::denial_source_name(r.sandbox_denied->source)},
-                           {"mechanism", r.sandbox_denied->mechanism},
-                           {"detail", r.sandbox_denied->detail}};
-  if (!r.warnings.empty()) s["warnings"] = r.warnings;
-  out["structuredContent"] = std::move(s);
-  return out;
-}
-
-void McpServer::call_tool(const json& id, const std::string& name, const json& args_json) {
+void McpServer::call_tool(const json& id, const std::string& name, const json& args) {
   bool structured = version_ == "2025-06-18";
   std::string key = id.dump();
-  auto done = [this, id, key, structured](base::Result<agent::Response> r) {
-    pending_.erase(key);
-    if (!r) return tool_error(id, r.error().context);
-    reply(id, tool_result(*r, structured));
-  };
-  auto track = [&](agent::CallId cid) {
-    if (cid != 0) pending_[key] = cid;
-  };
-  if (name == "exec_command") {
-    Args a(args_json, {"cmd", "workdir", "shell", "login", "tty", "pipe_stdin", "yield_time_ms", "max_output_tokens",
-                       "rows", "cols", "name", "replace", "until", "timeout_ms", "idle_timeout_ms",
-                       "sandbox_permissions", "justification", "prefix_rule", "additional_permissions"});
-    agent::ExecParams p;
-    auto cmd = a.string("cmd");
-    p.workdir = a.string("workdir");
-    p.shell = a.string("shell");
-    p.login = a.boolean("login");
-    p.tty = a.boolean("tty").value_or(false);
-    p.pipe_stdin = a.boolean("pipe_stdin").value_or(false);
-    p.yield_time_ms = a.integer("yield_time_ms");
-    p.max_output_tokens = a.integer("max_output_tokens");
-    p.rows = a.integer("rows");
-    p.cols = a.integer("cols");
-    p.name = a.string("name");
-    p.replace = a.boolean("replace").value_or(false);
-    p.until = a.until("until");
-    p.timeout_ms = a.integer("timeout_ms");
-    p.idle_timeout_ms = a.integer("idle_timeout_ms");
-    (void)a.string("sandbox_permissions");
-    (void)a.string("justification");
-    if (a.error().empty() && !cmd) return tool_error(id, "exec_command failed: missing command line");
-    if (!a.error().empty())
-      return tool_error(id, fmt::format("exec_command failed for `{}`: invalid arguments: {}", cmd.value_or(""), a.error()));
-    p.cmd = *cmd;
-    return track(exec_.exec_command(std::move(p), done));
-  }
-  if (name == "write_stdin") {
-    Args a(args_json, {"session_id", "name", "chars", "keys", "yield_time_ms", "max_output_tokens", "close_stdin",
-                       "until", "secret"});
-    agent::WriteParams p;
-    p.session_id = a.integer("session_id");
-    p.name = a.string("name");
-    p.chars = a.string("chars").value_or("");
-    p.keys = a.strings("keys");
-    p.yield_time_ms = a.integer("yield_time_ms");
-    p.max_output_tokens = a.integer("max_output_tokens");
-    p.close_stdin = a.boolean("close_stdin").value_or(false);
-    p.until = a.until("until");
-    p.secret = a.boolean("secret").value_or(false);
-    if (a.error().empty() && !p.session_id && !p.name)
-      return tool_error(id, "write_stdin failed: session_id is required");
-    if (!a.error().empty()) return tool_error(id, "write_stdin failed: invalid arguments: " + a.error());
-    return track(exec_.write_stdin(std::move(p), done));
-  }
-  if (name == "kill_session") {
-    Args a(args_json, {"session_id", "name", "signal", "grace_ms", "max_output_tokens"});
-    agent::KillParams p;
-    p.session_id = a.integer("session_id");
-    p.name = a.string("name");
-    p.signal = a.string("signal").value_or("terminate");
-    p.grace_ms = a.integer("grace_ms").value_or(1000);
-    p.max_output_tokens = a.integer("max_output_tokens");
-    if (a.error().empty() && !p.session_id && !p.name)
-      return tool_error(id, "kill_session failed: session_id is required");
-    if (!a.error().empty()) return tool_error(id, "kill_session failed: invalid arguments: " + a.error());
-    return track(exec_.kill_session(std::move(p), done));
-  }
-  if (name == "read_output") {
-    Args a(args_json, {"session_id", "name", "offset", "length", "tail_lines", "grep", "ignore_case", "context",
-                       "max_matches", "max_output_tokens"});
-    agent::ReadParams p;
-    p.session_id = a.integer("session_id");
-    p.name = a.string("name");
-    if (auto o = a.integer("offset")) p.offset = static_cast<std::uint64_t>(std::max(0L, *o));
-    if (auto l = a.integer("length")) p.length = static_cast<std::uint64_t>(std::max(1L, *l));
-    p.tail_lines = a.integer("tail_lines");
-    p.grep = a.string("grep");
-    p.ignore_case = a.boolean("ignore_case").value_or(false);
-    p.context = a.integer("context").value_or(0);
-    p.max_matches = a.integer("max_matches").value_or(50);
-    p.max_output_tokens = a.integer("max_output_tokens");
-    if (a.error().empty() && !p.session_id && !p.name)
-      return tool_error(id, "read_output failed: session_id is required");
-    if (!a.error().empty()) return tool_error(id, "read_output failed: invalid arguments: " + a.error());
-    auto r = exec_.read_output(p);
-    return done(std::move(r));
-  }
-  if (name == "list_sessions") {
-    Args a(args_json, {"all", "include_exited"});
-    agent::ListParams p;
-    p.all = a.boolean("all").value_or(false);
-    p.include_exited = a.boolean("include_exited").value_or(true);
-    if (!a.error().empty()) return tool_error(id, "list_sessions failed: invalid arguments: " + a.error());
-    auto l = exec_.list_sessions(p);
-    json out = {{"content", json::array({{{"type", "text"}, {"text", l.text}}})}, {"isError", false}};
-    if (structured) {
-      json rows = json::array();
-      for (const auto& r : l.rows) {
-        json row = {{"session_id", r.id},    {"state", r.state},         {"command", r.command},
-                    {"cwd", r.cwd},          {"tty", r.tty},             {"age_seconds", r.age_s},
-                    {"idle_seconds", r.idle_s}, {"unread_bytes", r.unread_bytes}, {"last_line", r.last_line},
-                    {"retained_bytes", r.retained_bytes}, {"omitted_bytes", r.omitted_bytes}};
-        row["name"] = r.name ? json(*r.name) : json();
-        row["exit_code"] = r.exit_code ? json(*r.exit_code) : json();
-        if (r.signal) row["signal"] = *r.signal;
-        if (r.killed_by) row["killed_by"] = *r.killed_by;
-        rows.push_back(std::move(row));
-      }
-      out["structuredContent"] = {{"sessions", rows}};
-    }
-    return reply(id, out);
-  }
-  error(id, kInvalidParams, "Unknown tool: " + name, {{"kind", "invalidParams"}, {"field", "name"}});
-}
-
-json McpServer::tools_list() const {
-  bool v2025_06 = version_ == "2025-06-18";
-  bool annotations = version_ != "2024-11-05";
-  json keys_enum = json::array();
-  for (const auto& k : agent::key_names()) keys_enum.push_back(k);
-  auto tool = [&](const char* name, const char* title, const char* desc, json props, json required,
-                  const char* hint) {
-    json t = {{"name", name},
-              {"description", desc},
-              {"inputSchema",
-               {{"type", "object"}, {"additionalProperties", false}, {"properties", std::move(props)}}}};
-    if (!required.empty()) t["inputSchema"]["required"] = std::move(required);
-    if (v2025_06) {
-      t["title"] = title;
-      if (std::string(name) != "list_sessions")
-        t["outputSchema"] = {{"type", "object"},
-                             {"required", {"chunk_id", "wall_time_seconds", "output"}},
-                             {"properties",
-                              {{"chunk_id", {{"type", "string"}}},
-                               {"wall_time_seconds", {{"type", "number"}}},
-                               {"output", {{"type", "string"}}},
-                               {"exit_code", {{"type", {"integer", "null"}}}},
-                               {"session_id", {{"type", {"integer", "null"}}}},
-                               {"original_token_count", {{"type", "integer"}}},
-                               {"state", {{"type", "string"}}}}}};
-    }
-    if (annotations && hint) t["annotations"] = {{hint, true}};
-    return t;
-  };
-  json tools = json::array();
-  tools.push_back(tool(
-      "exec_command", "Run a command",
-      "Runs a shell command in a new session (a PTY with tty=true, else pipes) and returns its output once it exits, "
-      "the yield window ends, or an `until` condition holds. A running command keeps its session: poll or type into it "
-      "with write_stdin.",
-      {{"cmd", prop("string", "The shell command line to run.")},
-       {"workdir", prop("string", "Working directory; relative paths resolve against the server's directory.")},
-       {"shell", prop("string", "Shell to run the command with (name or absolute path); default: the user's shell.")},
-       {"login", {{"type", "boolean"}, {"default", true}, {"description", "Run the shell as a login shell (-lc)."}}},
-       {"tty", {{"type", "boolean"}, {"default", false}, {"description", "Give the command a terminal (PTY)."}}},
-       {"pipe_stdin",
-        {{"type", "boolean"}, {"default", false}, {"description", "Without tty: keep a writable stdin pipe open."}}},
-       {"yield_time_ms",
-        {{"type", "number"}, {"default", 10000}, {"description", "How long to wait for output (250-30000 ms)."}}},
-       {"max_output_tokens",
-        {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens (4 bytes each)."}}},
-       {"rows", prop("integer", "Terminal rows with tty (default 24).")},
-       {"cols", prop("integer", "Terminal columns with tty (default 80).")},
-       {"name", prop("string", "A name for the session; the same name and command again returns the running one.")},
-       {"replace", prop("boolean", "With name: restart a session that holds the name with another command.")},
-       {"until", until_schema()},
-       {"timeout_ms", prop("integer", "End the session after this long (>= 1000 ms).")},
-       {"idle_timeout_ms", prop("integer", "End the session after this long without output or input (>= 1000 ms).")},
-       {"sandbox_permissions",
-        {{"type", "string"},
-         {"enum", {"use_default", "require_escalated"}},
-         {"default", "use_default"},
-         {"description", "Sandbox permissions to request (Codex-compatible)."}}},
-       {"justification", prop("string", "Why the command needs escalated permissions.")}},
-      {"cmd"}, nullptr));
-  tools.push_back(tool(
-      "write_stdin", "Write to a session",
-      "Writes characters and named keys to a running session and returns its new output. With empty input it polls "
-      "(waiting at least 5 s unless the process exits or an `until` condition holds).",
-      {{"session_id", prop("number", "The session ID from \"Process running with session ID N\".")},
-       {"name", prop("string", "A named session, instead of session_id.")},
-       {"chars", {{"type", "string"}, {"default", ""}, {"description", "Text to write (\\u0003 is Ctrl-C)."}}},
-       {"keys",
-        {{"type", "array"},
-         {"items", {{"type", "string"}, {"enum", keys_enum}}},
-         {"description", "Named keys written after chars, e.g. [\"enter\"], [\"ctrl-c\"], [\"up\"]."}}},
-       {"close_stdin", {{"type", "boolean"}, {"default", false}, {"description", "Send EOF after the input."}}},
-       {"yield_time_ms",
-        {{"type", "number"}, {"default", 250}, {"description", "How long to wait for output (250-30000 ms; polls 5000-300000)."}}},
-       {"max_output_tokens", {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens."}}},
-       {"until", until_schema()},
-       {"secret", prop("boolean", "The input is a secret: it is written to the process only, never logged.")}},
-      {"session_id"}, nullptr));
-  tools.push_back(tool(
-      "list_sessions", "List sessions", "Lists this client's sessions: running, exited and recently ended ones.",
-      {{"all", {{"type", "boolean"}, {"default", false}, {"description", "Include other clients' sessions."}}},
-       {"include_exited", {{"type", "boolean"}, {"default", true}, {"description", "Include ended sessions."}}}},
-      json::array(), "readOnlyHint"));
-  tools.push_back(tool(
-      "kill_session", "Stop a session",
-      "Stops a session: terminate (SIGHUP/SIGTERM, then SIGKILL after grace_ms) or one signal. Returns its last output "
-      "and exit status.",
-      {{"session_id", prop("number", "The session to stop.")},
-       {"name", prop("string", "A named session, instead of session_id.")},
-       {"signal",
-        {{"type", "string"},
-         {"enum", {"interrupt", "terminate", "kill", "hangup", "quit"}},
-         {"default", "terminate"},
-         {"description", "What to send."}}},
-       {"grace_ms",
-        {{"type", "integer"}, {"minimum", 0}, {"default", 1000}, {"description", "Grace before SIGKILL (terminate)."}}},
-       {"max_output_tokens", {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens."}}}},
-      {"session_id"}, "destructiveHint"));
-  tools.push_back(tool(
-      "read_output", "Read retained output",
-      "Reads a session's retained output by byte range, last lines or grep, without consuming it; also after exit. A "
-      "truncation marker names the range to fetch here.",
-      {{"session_id", prop("number", "The session to read.")},
-       {"name", prop("string", "A named session, instead of session_id.")},
-       {"offset", {{"type", "integer"}, {"minimum", 0}, {"description", "Absolute byte offset (default: oldest retained)."}}},
-       {"length", {{"type", "integer"}, {"minimum", 1}, {"description", "Bytes to read."}}},
-       {"tail_lines", {{"type", "integer"}, {"minimum", 1}, {"description", "Read the last N lines instead."}}},
-       {"grep", prop("string", "A regex: return matching lines with their line numbers and offsets.")},
-       {"ignore_case", {{"type", "boolean"}, {"default", false}, {"description", "grep ignoring case."}}},
-       {"context", {{"type", "integer"}, {"minimum", 0}, {"default", 0}, {"description", "Lines of context around hits."}}},
-       {"max_matches", {{"type", "integer"}, {"minimum", 1}, {"default", 50}, {"description", "Most grep hits."}}},
-       {"max_output_tokens", {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens."}}}},
-      {"session_id"}, "readOnlyHint"));
-  return tools;
+  agent::CallId cid = 0;
+  bool known = tools_.call(
+      name, args, structured,
+      [this, id, key](json result) {
+        pending_.erase(key);
+        reply(id, std::move(result));
+      },
+      &cid);
+  if (!known) return error(id, kInvalidParams, "Unknown tool: " + name, {{"kind", "invalidParams"}, {"field", "name"}});
+  if (cid != 0) pending_[key] = cid;
 }
 
 }  // namespace uexec::rpc

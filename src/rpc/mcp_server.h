@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/exec_service.h"
+#include "rpc/agent_tools.h"
 
 namespace uexec::rpc {
 
@@ -38,13 +39,10 @@ class McpServer {
   void handle_request(const json& id, const std::string& method, const json& params);
   void handle_notification(const std::string& method, const json& params);
   void call_tool(const json& id, const std::string& name, const json& args);
-  json tools_list() const;
-  json tool_result(const agent::Response& r, bool structured) const;
   void reply(const json& id, json result);
   void error(const json& id, int code, const std::string& message, json data = nullptr);
-  void tool_error(const json& id, const std::string& text);
 
-  agent::ExecService& exec_;
+  AgentTools tools_;
   std::function<void(std::string)> send_;
   bool initialized_ = false;
   std::string version_ = kDefaultVersion;

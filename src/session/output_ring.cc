@@ -216,6 +216,15 @@ ReadResult OutputRing::read_from(Offset cursor, std::size_t max) const {
   return out;
 }
 
+Offset OutputRing::offset_after_seq(Seq after) const noexcept {
+  for (const auto* index : {&head_index_, &tail_index_}) {
+    auto it = std::upper_bound(index->begin(), index->end(), after,
+                               [](Seq s, const Entry& e) { return s < e.seq; });
+    if (it != index->end()) return it->offset;
+  }
+  return total_;
+}
+
 std::string OutputRing::render() const {
   ReadResult r = read_from(0, head_end());
   std::string s = r.text();

@@ -87,6 +87,9 @@ class OutputRing {
   // Bytes at or after `cursor`, at most `max` (SIZE_MAX: all); `gap` counts evicted bytes
   // skipped before them. A read stops at the end of the head when the middle was evicted.
   ReadResult read_from(Offset cursor, std::size_t max) const;
+  // The offset of the first retained byte whose chunk seq is > `after` (total() if none).
+  // A seq inside the evicted middle maps to the tail start.
+  Offset offset_after_seq(Seq after) const noexcept;
   // The retained output as text: head, then "\n... N bytes omitted ...\n" when the middle
   // was evicted, then the tail.
   std::string render() const;

@@ -16,7 +16,7 @@
 #include "loop/loop.h"
 #include "loop/signal_watcher.h"
 #include "rpc/mcp_server.h"
-#include "rpc/stdio_channel.h"
+#include "rpc/line_channel.h"
 #include "session/process_manager.h"
 #include "tools/uexec/commands.h"
 
@@ -48,7 +48,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
   cfg.close_drain = std::chrono::milliseconds{1000};  // agent-semantics §1.1
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, std::move(env), cwd);
-  rpc::StdioChannel channel(loop, 0, 1);
+  rpc::LineChannel channel(loop, 0, 1);
   rpc::McpServer server(*exec, [&](std::string msg) { channel.send(std::move(msg)); });
 
   bool stopping = false;

@@ -1,5 +1,6 @@
-#include "rpc/stdio_channel.h"
+#include "rpc/line_channel.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,16 +14,22 @@ namespace uexec::rpc {
 using base::Error;
 using base::Result;
 
-struct StdioChannel::WriteReq {
+struct LineChannel::WriteReq {
   uv_write_t req;
   std::string data;
-  StdioChannel* owner;
+  LineChannel* owner;
 };
 
-StdioChannel::StdioChannel(loop::Loop& loop, int in_fd, int out_fd, std::size_t max_line)
+LineChannel::LineChannel(loop::Loop& loop, int in_fd, int out_fd, std::size_t max_line)
     : loop_(loop), in_fd_(in_fd), out_fd_(out_fd), max_line_(max_line), file_pump_(loop) {}
 
-StdioChannel::~StdioChannel() = default;
+LineChannel::LineChannel(loop::Loop& loop, loop::UvHandle<uv_pipe_t> stream, std::size_t max_line)
+    : loop_(loop), in_fd_(-1), out_fd_(-1), max_line_(max_line), file_pump_(loop), adopted_(true) {
+  in_pipe_ = std::move(stream);
+  in_ = out_ = reinterpret_cast<uv_stream_t*>(in_pipe_.get());
+}
+
+LineChannel::~LineChannel() = default;
 
 namespace {
 enum class FdKind { kStream, kTty, kFile };
@@ -34,7 +41,13 @@ FdKind kind_of(int fd) {
 }
 }  // namespace
 
-Result<void> StdioChannel::start() {
+Result<void> LineChannel::start() {
+  if (adopted_) {
+    in_->data = this;
+    if (int rc = uv_read_start(in_, &LineChannel::on_alloc, &LineChannel::on_read); rc < 0)
+      return Error::uv(rc, "uv_read_start");
+    return {};
+  }
   switch (kind_of(in_fd_)) {
     case FdKind::kStream: {
       auto h = loop::make_handle<uv_pipe_t>([&](uv_pipe_t* p) { return uv_pipe_init(loop_.get(), p, 0); }, "uv_pipe_init");
@@ -58,7 +71,7 @@ Result<void> StdioChannel::start() {
   }
   if (in_) {
     in_->data = this;
-    if (int rc = uv_read_start(in_, &StdioChannel::on_alloc, &StdioChannel::on_read); rc < 0)
+    if (int rc = uv_read_start(in_, &LineChannel::on_alloc, &LineChannel::on_read); rc < 0)
       return Error::uv(rc, "uv_read_start stdin");
   }
   switch (kind_of(out_fd_)) {
@@ -85,8 +98,8 @@ Result<void> StdioChannel::start() {
   return {};
 }
 
-void StdioChannel::on_alloc(uv_handle_t* h, std::size_t, uv_buf_t* buf) noexcept {
-  auto* self = static_cast<StdioChannel*>(h->data);
+void LineChannel::on_alloc(uv_handle_t* h, std::size_t, uv_buf_t* buf) noexcept {
+  auto* self = static_cast<LineChannel*>(h->data);
   if (!self) {
     *buf = uv_buf_init(nullptr, 0);
     return;
@@ -95,14 +108,14 @@ void StdioChannel::on_alloc(uv_handle_t* h, std::size_t, uv_buf_t* buf) noexcept
   *buf = uv_buf_init(reinterpret_cast<char*>(slab.data()), static_cast<unsigned>(slab.size()));
 }
 
-void StdioChannel::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexcept {
-  auto* self = static_cast<StdioChannel*>(s->data);
+void LineChannel::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexcept {
+  auto* self = static_cast<LineChannel*>(s->data);
   if (!self) return;
   if (n > 0) return self->feed(buf->base, static_cast<std::size_t>(n));
   if (n < 0) self->handle_eof();  // UV_EOF, or an error: either way the peer is gone
 }
 
-void StdioChannel::pump_file() {
+void LineChannel::pump_file() {
   auto slab = loop_.read_slab();
   ssize_t n = ::read(in_fd_, slab.data(), slab.size());
   if (n > 0) return feed(reinterpret_cast<const char*>(slab.data()), static_cast<std::size_t>(n));
@@ -110,7 +123,7 @@ void StdioChannel::pump_file() {
   handle_eof();
 }
 
-void StdioChannel::feed(const char* data, std::size_t n) {
+void LineChannel::feed(const char* data, std::size_t n) {
   std::size_t pos = 0;
   while (pos < n && !eof_) {
     const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', n - pos));
@@ -136,19 +149,19 @@ void StdioChannel::feed(const char* data, std::size_t n) {
   }
 }
 
-void StdioChannel::handle_eof() {
+void LineChannel::handle_eof() {
   if (eof_) return;
   eof_ = true;
   stop_reading();
   if (on_eof) on_eof();
 }
 
-void StdioChannel::stop_reading() {
+void LineChannel::stop_reading() {
   if (in_) uv_read_stop(in_);
   file_pump_.stop();
 }
 
-void StdioChannel::send(std::string msg) {
+void LineChannel::send(std::string msg) {
   msg += '\n';
   if (!out_) {
     // A regular file: blocking writes are fine and keep the order.
@@ -169,14 +182,14 @@ void StdioChannel::send(std::string msg) {
   w->req.data = w;
   uv_buf_t b = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
   queued_ += w->data.size();
-  if (int rc = uv_write(&w->req, out_, &b, 1, &StdioChannel::on_write); rc < 0) {
+  if (int rc = uv_write(&w->req, out_, &b, 1, &LineChannel::on_write); rc < 0) {
     queued_ -= w->data.size();
     UEXEC_LOG(kWarn, "stdout write: {}", uv_strerror(rc));
     delete w;
   }
 }
 
-void StdioChannel::on_write(uv_write_t* req, int status) noexcept {
+void LineChannel::on_write(uv_write_t* req, int status) noexcept {
   auto* w = static_cast<WriteReq*>(req->data);
   // The owner may be gone (closed with writes in flight); its handle's close cancels them.
   if (status != UV_ECANCELED && w->owner) {
@@ -186,17 +199,37 @@ void StdioChannel::on_write(uv_write_t* req, int status) noexcept {
   delete w;
 }
 
-void StdioChannel::when_flushed(std::function<void()> fn) {
+void LineChannel::when_flushed(std::function<void()> fn) {
   flushed_ = std::move(fn);
   flushed_check();
 }
 
-void StdioChannel::flushed_check() {
+void LineChannel::flushed_check() {
+  if (queued_ <= below_ && below_fn_) {
+    auto fn = std::move(below_fn_);
+    below_fn_ = nullptr;
+    fn();
+  }
   if (queued_ == 0 && flushed_) {
     auto fn = std::move(flushed_);
     flushed_ = nullptr;
     fn();
   }
+}
+
+void LineChannel::when_below(std::size_t bytes, std::function<void()> fn) {
+  below_ = bytes;
+  below_fn_ = std::move(fn);
+  flushed_check();
+}
+
+int LineChannel::peer_uid() const {
+  uv_os_fd_t fd;
+  if (!in_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(in_), &fd) != 0) return -1;
+  struct ucred cred {};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -1;
+  return static_cast<int>(cred.uid);
 }
 
 }  // namespace uexec::rpc

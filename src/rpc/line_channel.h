@@ -1,4 +1,5 @@
-// stdio_channel.h: newline-delimited JSON over a pair of fds (stdin/stdout), on the loop.
+// line_channel.h: newline-delimited JSON over a pair of fds (stdin/stdout) or one accepted
+// Unix-socket stream, on the loop.
 //
 // Input is split into lines (a trailing '\r' is stripped, blank lines are ignored); a line
 // longer than `max_line` is discarded up to its newline and reported once through
@@ -24,12 +25,15 @@
 
 namespace uexec::rpc {
 
-class StdioChannel {
+class LineChannel {
  public:
-  StdioChannel(loop::Loop& loop, int in_fd, int out_fd, std::size_t max_line = 16u << 20);
-  ~StdioChannel();
-  StdioChannel(const StdioChannel&) = delete;
-  StdioChannel& operator=(const StdioChannel&) = delete;
+  // stdin/stdout style: two fds (possibly the same).
+  LineChannel(loop::Loop& loop, int in_fd, int out_fd, std::size_t max_line = 16u << 20);
+  // An accepted stream (a Unix-socket connection) used both ways.
+  LineChannel(loop::Loop& loop, loop::UvHandle<uv_pipe_t> stream, std::size_t max_line = 16u << 20);
+  ~LineChannel();
+  LineChannel(const LineChannel&) = delete;
+  LineChannel& operator=(const LineChannel&) = delete;
 
   std::function<void(std::string_view line)> on_line;
   std::function<void(std::size_t limit)> on_oversize;
@@ -43,6 +47,10 @@ class StdioChannel {
   void stop_reading();
   // Runs `fn` once everything queued has been written (at once if nothing is queued).
   void when_flushed(std::function<void()> fn);
+  // Runs `fn` once the queue is at or below `bytes` (at once if it is).
+  void when_below(std::size_t bytes, std::function<void()> fn);
+  // The peer's uid for a Unix-socket stream (SO_PEERCRED), or -1.
+  int peer_uid() const;
 
  private:
   struct WriteReq;
@@ -67,6 +75,9 @@ class StdioChannel {
   bool eof_ = false;
   std::size_t queued_ = 0;
   std::function<void()> flushed_;
+  std::size_t below_ = 0;
+  std::function<void()> below_fn_;
+  bool adopted_ = false;
 };
 
 }  // namespace uexec::rpc

@@ -1,0 +1,37 @@
+// agent_tools.h: the agent tools as JSON: argument decoding (strict: unknown properties are
+// refused; integers may come as decimal strings), the tool list with full input schemas,
+// and results as MCP CallToolResult objects (the Codex text envelope plus
+// structuredContent). Shared by `uexec mcp` (tools/call) and the native exec/* methods.
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/exec_service.h"
+
+namespace uexec::rpc {
+
+using nlohmann::json;
+
+class AgentTools {
+ public:
+  using Done = std::function<void(json call_tool_result)>;
+  explicit AgentTools(agent::ExecService& exec) : exec_(exec) {}
+
+  // Runs tool `name` (exec_command, write_stdin, list_sessions, kill_session, read_output).
+  // `done` gets the CallToolResult, possibly before this returns; *call_id is the call to
+  // cancel (0 when none is pending). False when no tool has that name.
+  bool call(const std::string& name, const json& args, bool structured, Done done, agent::CallId* call_id);
+  void cancel(agent::CallId id) { exec_.cancel(id); }
+
+  static json tools_list(const std::string& version);
+  static json tool_result(const agent::Response& r, bool structured);
+  static json error_result(const std::string& text);
+
+ private:
+  agent::ExecService& exec_;
+};
+
+}  // namespace uexec::rpc
