@@ -22,6 +22,10 @@ usage:
   uexec mcp
       An MCP server on stdio for AI agents: exec_command, write_stdin, list_sessions,
       kill_session, read_output. On stdin EOF it ends its sessions and exits 0.
+  uexec exec-server [--listen stdio] [--shutdown-grace-ms N]
+      Codex exec-server's JSON-RPC protocol on stdio (process/*, environment/*), plus
+      uexec's extensions (resize, list, subscribe, wait, exec/*). A drop-in for
+      `codex exec-server --listen stdio`.
   uexec demo
       An interactive login shell ($SHELL -l) through the session core.
   uexec help | --help | -h
@@ -54,6 +58,7 @@ int main(int argc, char** argv) {
   if (cmd == "run") return uexec::cli::cmd_run(args);
   if (cmd == "demo") return uexec::cli::cmd_demo(args);
   if (cmd == "mcp") return uexec::cli::cmd_mcp(args);
+  if (cmd == "exec-server") return uexec::cli::cmd_exec_server(args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

@@ -16,6 +16,8 @@ inline constexpr int kExitNotFound = 127;
 
 // `uexec run [--tty] [--cwd DIR] [--env K=V]... [--size ROWSxCOLS] -- CMD ARGS...`
 int cmd_run(const std::vector<std::string>& args);
+// `uexec exec-server --listen stdio`: the Codex exec-server drop-in.
+int cmd_exec_server(const std::vector<std::string>& args);
 // `uexec mcp`: the MCP server on stdio.
 int cmd_mcp(const std::vector<std::string>& args);
 // `uexec demo`: an interactive login shell through the session core (tools/dev serve).

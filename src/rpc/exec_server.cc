@@ -1,0 +1,1057 @@
+#include "rpc/exec_server.h"
+
+#include <fmt/core.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <deque>
+#include <random>
+#include <regex>
+#include <unordered_map>
+
+#include "agent/agent_env.h"
+#include "agent/probes.h"
+#include "base/log.h"
+#include "pty/pty_pair.h"
+#include "pty/tty_state.h"
+#include "rpc/base64.h"
+#include "rpc/sha256.h"
+#include "session/utf8_cut.h"
+
+namespace uexec::rpc {
+
+using std::chrono::milliseconds;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602, kInternal = -32603;
+
+std::string new_uuid() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  std::uint64_t a = rng(), b = rng();
+  a = (a & 0xFFFFFFFFFFFF0FFFull) | 0x0000000000004000ull;  // version 4
+  b = (b & 0x3FFFFFFFFFFFFFFFull) | 0x8000000000000000ull;  // variant 10
+  return fmt::format("{:08x}-{:04x}-{:04x}-{:04x}-{:012x}", a >> 32, (a >> 16) & 0xFFFF, a & 0xFFFF, b >> 48,
+                     b & 0xFFFFFFFFFFFFull);
+}
+
+std::string file_uri(const std::string& path) {
+  std::string out = "file://";
+  for (unsigned char c : path) {
+    if (std::isalnum(c) || std::strchr("/-._~", c))
+      out += static_cast<char>(c);
+    else
+      out += fmt::format("%{:02X}", c);
+  }
+  return out;
+}
+
+// A file:// URI (percent-decoded) or an absolute path; nullopt otherwise.
+std::optional<std::string> path_from_uri(const std::string& s) {
+  if (!s.empty() && s[0] == '/') return s;
+  if (s.rfind("file://", 0) != 0) return std::nullopt;
+  std::string rest = s.substr(7);
+  if (rest.rfind("localhost/", 0) == 0) rest = rest.substr(9);
+  if (rest.empty() || rest[0] != '/') return std::nullopt;
+  std::string out;
+  for (std::size_t i = 0; i < rest.size(); ++i) {
+    if (rest[i] == '%' && i + 2 < rest.size() && std::isxdigit(static_cast<unsigned char>(rest[i + 1])) &&
+        std::isxdigit(static_cast<unsigned char>(rest[i + 2]))) {
+      out += static_cast<char>(std::stoi(rest.substr(i + 1, 2), nullptr, 16));
+      i += 2;
+    } else {
+      out += rest[i];
+    }
+  }
+  return out;
+}
+
+const std::vector<std::pair<std::string, int>>& signal_names() {
+  static const std::vector<std::pair<std::string, int>> names = {
+      {"interrupt", SIGINT}, {"terminate", SIGTERM}, {"kill", SIGKILL}, {"hangup", SIGHUP},
+      {"quit", SIGQUIT},     {"suspend", SIGTSTP},   {"continue", SIGCONT}};
+  return names;
+}
+
+// A JSON-RPC failure raised while decoding params.
+struct ParamError {
+  int code;
+  std::string message;
+  json data;
+};
+
+const json& need(const json& params, const char* field) {
+  if (!params.is_object() || !params.contains(field) || params[field].is_null())
+    throw ParamError{kInvalidParams, fmt::format("missing field `{}`", field), {{"kind", "invalidParams"}, {"field", field}}};
+  return params[field];
+}
+
+std::string need_string(const json& params, const char* field) {
+  const json& v = need(params, field);
+  if (!v.is_string())
+    throw ParamError{kInvalidParams, fmt::format("invalid type for `{}`: expected a string", field),
+                     {{"kind", "invalidParams"}, {"field", field}}};
+  return v.get<std::string>();
+}
+
+template <class T>
+std::optional<T> opt_number(const json& params, const char* field) {
+  if (!params.is_object() || !params.contains(field) || params[field].is_null()) return std::nullopt;
+  const json& v = params[field];
+  if (!v.is_number_integer() && !v.is_number_unsigned())
+    throw ParamError{kInvalidParams, fmt::format("invalid type for `{}`: expected an integer", field),
+                     {{"kind", "invalidParams"}, {"field", field}}};
+  if (std::is_unsigned_v<T> && v.is_number_integer() && v.get<long long>() < 0)
+    throw ParamError{kInvalidParams, fmt::format("invalid value for `{}`: expected a non-negative integer", field),
+                     {{"kind", "invalidParams"}, {"field", field}}};
+  return v.get<T>();
+}
+
+std::optional<bool> opt_bool(const json& params, const char* field) {
+  if (!params.is_object() || !params.contains(field) || params[field].is_null()) return std::nullopt;
+  if (!params[field].is_boolean())
+    throw ParamError{kInvalidParams, fmt::format("invalid type for `{}`: expected a boolean", field),
+                     {{"kind", "invalidParams"}, {"field", field}}};
+  return params[field].get<bool>();
+}
+
+}  // namespace
+
+// ---- state -------------------------------------------------------------------------------------
+
+struct ExecServer::Process {
+  Session* owner = nullptr;
+  std::string id;
+  std::string key;  // the ProcessManager's id: "<sessionId>/<processId>"
+  session::Session* s = nullptr;
+  bool subscribed = true;
+  session::Offset cursor = 0;
+  bool sent_exited = false, sent_closed = false;
+  std::unique_ptr<session::Subscription> sub;
+  std::deque<std::string> write_order;
+  std::unordered_map<std::string, std::string> write_status;
+  std::unique_ptr<loop::Timer> retention;
+  std::vector<std::string> argv;
+  std::string cwd;
+  json metadata = nullptr;
+  std::int64_t started_ms = 0;
+  std::int64_t exited_ms = 0;
+  bool closed_seen = false;
+};
+
+struct ExecServer::Session {
+  std::string id;
+  std::map<std::string, std::unique_ptr<Process>> procs;
+  Connection* conn = nullptr;
+  std::string client_name;
+  std::unique_ptr<loop::Timer> ttl;
+  std::map<std::uint64_t, std::unique_ptr<Waiter>> waiters;
+};
+
+// A long-poll (process/read with waitMs, process/wait, a write waiting for room).
+struct ExecServer::Waiter {
+  std::uint64_t id = 0;
+  Process* p = nullptr;
+  std::function<bool(bool timed_out)> check;  // true: answered, drop the waiter
+  std::unique_ptr<loop::Timer> timer;
+};
+
+namespace {
+std::int64_t wall_ms() {
+  return std::chrono::duration_cast<milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+ExecServer::ExecServer(session::ProcessManager& pm, agent::ExecService* exec, std::vector<std::string> server_env,
+                       std::string cwd, ExecServerOptions options)
+    : pm_(pm),
+      exec_(exec),
+      tools_(exec ? std::make_unique<AgentTools>(*exec) : nullptr),
+      env_(std::move(server_env)),
+      cwd_(std::move(cwd)),
+      opts_(options) {}
+
+ExecServer::~ExecServer() {
+  for (auto& [sid, s] : sessions_) {
+    s->waiters.clear();
+    for (auto& [pid, p] : s->procs) {
+      p->sub.reset();
+      pm_.remove(p->key);
+    }
+  }
+}
+
+std::size_t ExecServer::processes() const {
+  std::size_t n = 0;
+  for (const auto& [sid, s] : sessions_) n += s->procs.size();
+  return n;
+}
+
+std::unique_ptr<ExecServer::Connection> ExecServer::connect(Peer peer) {
+  return std::unique_ptr<Connection>(new Connection(*this, std::move(peer)));
+}
+
+ExecServer::Session* ExecServer::new_session() {
+  auto s = std::make_unique<Session>();
+  s->id = new_uuid();
+  Session* raw = s.get();
+  sessions_.emplace(raw->id, std::move(s));
+  return raw;
+}
+
+ExecServer::Session* ExecServer::find_session(const std::string& id) {
+  auto it = sessions_.find(id);
+  return it == sessions_.end() ? nullptr : it->second.get();
+}
+
+ExecServer::Process* ExecServer::find_process(Session* s, const std::string& id) {
+  if (!s) return nullptr;
+  auto it = s->procs.find(id);
+  return it == s->procs.end() ? nullptr : it->second.get();
+}
+
+std::string ExecServer::tombstone_reason(const std::string& key) const {
+  auto it = tombstones_.find(key);
+  return it == tombstones_.end() ? "neverExisted" : it->second;
+}
+
+void ExecServer::forget(Process& p, const std::string& reason) {
+  Session* s = p.owner;
+  std::string key = p.key;
+  for (auto it = s->waiters.begin(); it != s->waiters.end();)
+    it = it->second->p == &p ? s->waiters.erase(it) : std::next(it);
+  p.sub.reset();
+  pm_.remove(key);
+  tombstones_[key] = reason;
+  tombstone_order_.push_back(key);
+  if (tombstone_order_.size() > 4096) {
+    tombstones_.erase(tombstone_order_.front());
+    tombstone_order_.erase(tombstone_order_.begin());
+  }
+  s->procs.erase(p.id);  // destroys p
+  check_shutdown();
+}
+
+void ExecServer::drop_session(const std::string& id) {
+  auto it = sessions_.find(id);
+  if (it == sessions_.end()) return;
+  Session* s = it->second.get();
+  s->waiters.clear();
+  for (auto& [pid, p] : s->procs) {
+    p->sub.reset();
+    tombstones_[p->key] = "killed";
+    pm_.remove(p->key);  // SIGKILLs and reaps what still runs
+  }
+  sessions_.erase(it);
+}
+
+void ExecServer::after_closed(Process& p) {
+  if (p.closed_seen) return;
+  p.closed_seen = true;
+  p.retention = std::make_unique<loop::Timer>(pm_.loop());
+  Process* raw = &p;
+  p.retention->start(opts_.exited_retention, [this, raw] { forget(*raw, "exited"); });
+}
+
+void ExecServer::push(Process& p) {
+  Connection* c = p.owner->conn;
+  if (!c || !p.subscribed) return;
+  const auto& ring = p.s->output();
+  session::Seq ex = p.s->exited_seq(), cl = p.s->closed_seq();
+  auto send_exited = [&] {
+    const auto& v = p.s->verdict();
+    json params = {{"processId", p.id}, {"seq", ex}, {"exitCode", v->status.shell_code()},
+                   {"sandboxDenied", v->sandbox_denied()}};
+    params["signal"] = v->status.signal ? json(pty::signal_name(v->status.signal)) : json();
+    params["denial"] = v->denial ? json{{"source", policy::denial_source_name(v->denial->source)},
+                                        {"mechanism", v->denial->mechanism},
+                                        {"detail", v->denial->detail}}
+                                 : json();
+    c->notify("process/exited", std::move(params));
+    p.sent_exited = true;
+  };
+  while (p.cursor < ring.total()) {
+    if (!c->writable()) return c->resume_when_drained();
+    auto r = ring.read_from(p.cursor, SIZE_MAX);
+    if (r.gap > 0 && c->extensions_)
+      c->notify("process/gap", {{"processId", p.id},
+                                {"fromSeq", nullptr},
+                                {"toSeq", r.pieces.empty() ? json() : json(r.pieces.front().seq - 1)},
+                                {"bytes", r.gap},
+                                {"reason", "evicted"}});
+    std::size_t i = 0;
+    while (i < r.pieces.size()) {
+      session::Seq seq = r.pieces[i].seq;
+      pty::Stream stream = r.pieces[i].stream;
+      std::string bytes;
+      while (i < r.pieces.size() && r.pieces[i].seq == seq) {
+        bytes.append(reinterpret_cast<const char*>(r.pieces[i].bytes.data()), r.pieces[i].bytes.size());
+        ++i;
+      }
+      if (!p.sent_exited && ex && seq > ex) send_exited();  // exited may precede trailing output
+      c->notify("process/output",
+                {{"processId", p.id}, {"seq", seq}, {"stream", pty::stream_name(stream)}, {"chunk", base64_encode(bytes)}});
+    }
+    if (r.next == p.cursor) break;
+    p.cursor = r.next;
+  }
+  if (!p.sent_exited && ex) send_exited();
+  if (p.sent_exited && !p.sent_closed && cl) {
+    c->notify("process/closed", {{"processId", p.id}, {"seq", cl}, {"outputEof", p.s->output_eof()}});
+    p.sent_closed = true;
+  }
+}
+
+void ExecServer::wake_waiters(Process& p) {
+  Session* s = p.owner;
+  std::vector<std::uint64_t> ids;
+  for (auto& [id, w] : s->waiters)
+    if (w->p == &p) ids.push_back(id);
+  for (auto id : ids) {
+    auto it = s->waiters.find(id);
+    if (it != s->waiters.end() && it->second->check(false)) s->waiters.erase(id);
+  }
+}
+
+void ExecServer::shutdown(bool kill_now, std::function<void()> done) {
+  for (auto& [sid, s] : sessions_)
+    for (auto& [pid, p] : s->procs) {
+      if (p->s->finished()) continue;
+      if (kill_now) {
+        (void)p->s->signal(SIGKILL, pty::SignalTarget::kGroup);
+      } else {
+        p->s->terminate();
+      }
+    }
+  shutdown_done_ = std::move(done);
+  shutdown_deadline_ = Clock::now() + (kill_now ? milliseconds{400} : pm_.config().terminate_grace + milliseconds{500});
+  shutdown_timer_ = std::make_unique<loop::Timer>(pm_.loop());
+  check_shutdown();
+}
+
+void ExecServer::check_shutdown() {
+  if (!shutdown_done_) return;
+  bool all = true;
+  for (auto& [sid, s] : sessions_)
+    for (auto& [pid, p] : s->procs)
+      if (!p->s->finished()) all = false;
+  if (all || Clock::now() >= shutdown_deadline_) {
+    auto fn = std::move(shutdown_done_);
+    shutdown_done_ = nullptr;
+    shutdown_timer_->stop();
+    fn();
+    return;
+  }
+  shutdown_timer_->start(milliseconds{10}, [this] { check_shutdown(); });
+}
+
+// ---- connection --------------------------------------------------------------------------------
+
+ExecServer::Connection::~Connection() {
+  if (!session_) return;
+  Session* s = session_;
+  s->conn = nullptr;
+  for (auto it = s->waiters.begin(); it != s->waiters.end();) it = s->waiters.erase(it);
+  if (!server_.opts_.daemon) return;  // stdio: the front door kills everything at EOF
+  // Detach: processes keep running within the TTL, then are terminated with the session.
+  std::string sid = s->id;
+  s->ttl = std::make_unique<loop::Timer>(server_.pm_.loop());
+  ExecServer* server = &server_;
+  s->ttl->start(server_.opts_.detached_ttl, [server, sid] { server->drop_session(sid); });
+}
+
+bool ExecServer::Connection::writable() const {
+  return !peer_.queued || peer_.queued() < server_.opts_.high_watermark;
+}
+
+void ExecServer::Connection::resume_when_drained() {
+  if (waiting_for_drain_ || !peer_.when_below) return;
+  waiting_for_drain_ = true;
+  peer_.when_below(server_.opts_.low_watermark, [this] {
+    waiting_for_drain_ = false;
+    if (!session_) return;
+    for (auto& [pid, p] : session_->procs) server_.push(*p);
+  });
+}
+
+void ExecServer::Connection::reply(const json& id, json result) {
+  peer_.send(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}.dump(-1, ' ', false,
+                                                                                   json::error_handler_t::replace));
+}
+
+void ExecServer::Connection::error(const json& id, int code, const std::string& message, json data) {
+  json err = {{"code", code}, {"message", message}};
+  if (!data.is_null()) err["data"] = std::move(data);
+  peer_.send(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}.dump(-1, ' ', false,
+                                                                               json::error_handler_t::replace));
+}
+
+void ExecServer::Connection::notify(const std::string& method, json params) {
+  peer_.send(json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}}.dump(
+      -1, ' ', false, json::error_handler_t::replace));
+}
+
+void ExecServer::Connection::handle_oversize(std::size_t limit) {
+  error(-1, kInvalidRequest, fmt::format("message larger than {} bytes", limit),
+        {{"kind", "messageTooLarge"}, {"limit", limit}});
+}
+
+void ExecServer::Connection::handle_line(std::string_view line) {
+  json msg = json::parse(line.begin(), line.end(), nullptr, false);
+  if (msg.is_discarded() || !msg.is_object()) {
+    std::string why = msg.is_discarded() ? "invalid JSON" : (msg.is_array() ? "batches are not supported" : "not an object");
+    return error(-1, kInvalidRequest, "failed to parse JSON-RPC message: " + why, {{"kind", "parseError"}});
+  }
+  json id = msg.contains("id") ? msg["id"] : json();
+  bool valid_id = id.is_string() || id.is_number_integer();
+  if (msg.contains("jsonrpc") && msg["jsonrpc"] != "2.0")
+    return error(valid_id ? id : json(-1), kInvalidRequest, "invalid request: \"jsonrpc\" must be \"2.0\"",
+                 {{"kind", "invalidRequest"}});
+  if (!msg.contains("method")) return;  // a stray response: ignored
+  if (!msg["method"].is_string())
+    return error(valid_id ? id : json(-1), kInvalidRequest, "invalid request: method must be a string",
+                 {{"kind", "invalidRequest"}});
+  std::string method = msg["method"];
+  json params = msg.contains("params") && !msg["params"].is_null() ? msg["params"] : json::object();
+  if (!msg.contains("id")) {
+    if (method == "initialized") {
+      if (initialize_replied_) initialized_ = true;
+    } else {
+      UEXEC_LOG(kInfo, "ignoring notification {}", method);
+    }
+    return;
+  }
+  if (!valid_id) return error(-1, kInvalidRequest, "invalid request: id must be a string or an integer", {{"kind", "invalidRequest"}});
+  if (!params.is_object()) return error(id, kInvalidParams, "params must be an object", {{"kind", "invalidParams"}});
+  try {
+    request(id, method, params);
+  } catch (const ParamError& e) {
+    error(id, e.code, e.message, e.data);
+  } catch (const json::exception& e) {
+    error(id, kInvalidParams, std::string("invalid params: ") + e.what(), {{"kind", "invalidParams"}});
+  }
+}
+
+void ExecServer::Connection::request(const json& id, const std::string& method, const json& params) {
+  static const std::vector<std::string> kMethods = {
+      "initialize", "process/start", "process/read", "process/write", "process/signal", "process/terminate",
+      "environment/info", "environment/status", "process/resize", "process/closeStdin", "process/list",
+      "process/subscribe", "process/unsubscribe", "process/wait", "process/snapshot", "exec/command",
+      "exec/writeStdin", "exec/listSessions", "exec/killSession", "exec/readOutput"};
+  if (std::find(kMethods.begin(), kMethods.end(), method) == kMethods.end())
+    return error(id, kMethodNotFound, "method not found: " + method, {{"kind", "methodNotFound"}, {"method", method}});
+  if (method == "initialize") return m_initialize(id, params);
+  if (!initialize_replied_) {
+    return error(id, kInvalidRequest,
+                 method == "environment/status" ? "client must call initialize before using environment status methods"
+                                                : "client must call initialize before using exec methods",
+                 {{"kind", "notInitialized"}});
+  }
+  if (!initialized_)
+    return error(id, kInvalidRequest, "client must send initialized before using exec methods", {{"kind", "notInitialized"}});
+  if (method == "process/start") return m_start(id, params);
+  if (method == "process/read") return m_read(id, params);
+  if (method == "process/write") return m_write(id, params);
+  if (method == "process/signal") return m_signal(id, params);
+  if (method == "process/terminate") return m_terminate(id, params);
+  if (method == "environment/info") return reply(id, environment_info());
+  if (method == "environment/status")
+    return reply(id, {{"status", "ready"}, {"sessions", server_.sessions_.size()}, {"processes", server_.processes()}});
+  if (method == "process/resize") return m_resize(id, params);
+  if (method == "process/closeStdin") return m_close_stdin(id, params);
+  if (method == "process/list") return m_list(id, params);
+  if (method == "process/subscribe") return m_subscribe(id, params, true);
+  if (method == "process/unsubscribe") return m_subscribe(id, params, false);
+  if (method == "process/wait") return m_wait(id, params);
+  if (method == "process/snapshot")
+    return error(id, kInvalidParams, "process/snapshot needs the server-side screen model, which this build does not have yet",
+                 {{"kind", "unsupported"}, {"field", "processId"}});
+  static const std::map<std::string, std::string> kTools = {{"exec/command", "exec_command"},
+                                                            {"exec/writeStdin", "write_stdin"},
+                                                            {"exec/listSessions", "list_sessions"},
+                                                            {"exec/killSession", "kill_session"},
+                                                            {"exec/readOutput", "read_output"}};
+  return m_exec(id, kTools.at(method), params);
+}
+
+json ExecServer::Connection::environment_info() const {
+  passwd* pw = ::getpwuid(::getuid());
+  std::string shell = pw && pw->pw_shell ? pw->pw_shell : "/bin/sh";
+  std::string home = pw && pw->pw_dir ? pw->pw_dir : "/";
+  char host[256] = {0};
+  ::gethostname(host, sizeof host - 1);
+  const char* tmp = std::getenv("TMPDIR");
+  json caps = json::object();
+  for (const char* k : {"networkProxyLaunch", "networkProxyReviewDomains", "credentialMasking",
+                        "credentialMaskingCustomProviders", "capabilityDiscoverySandbox", "fsWatchMissing",
+                        "capabilityDiscoveryV2", "environmentConfigRead", "httpHeaderEnvVars", "sandboxedFileStreaming",
+                        "fileWriteStreaming", "shellSnapshotV2", "windowsMxc", "linuxRootWritePreservesDevices",
+                        "linuxApprovedRootWritePreservesRestrictions"})
+    caps[k] = false;
+  return {{"shell", {{"name", shell.substr(shell.rfind('/') + 1)}, {"path", shell}}},
+          {"executorVersion", "0.169.0"},
+          {"providerId", "sha256:" + sha256_hex(fmt::format("uexec:{}:{}", host, ::getuid()))},
+          {"cwd", file_uri(server_.cwd_)},
+          {"userHomeDir", file_uri(home)},
+          {"platformOs", "linux"},
+          {"prependPathDirs", json::array()},
+          {"temporaryDirectories", json::array()},
+          {"tempDir", file_uri(tmp && *tmp ? tmp : "/tmp")},
+          {"capabilities", caps}};
+}
+
+void ExecServer::Connection::m_initialize(const json& id, const json& params) {
+  if (initialize_replied_)
+    return error(id, kInvalidRequest, "initialize may only be sent once per connection", {{"kind", "alreadyInitialized"}});
+  client_name_ = need_string(params, "clientName");
+  if (params.contains("capabilities") && params["capabilities"].is_object())
+    extensions_ = params["capabilities"].value("extensions", false);
+  bool resumed = false;
+  if (params.contains("resumeSessionId") && params["resumeSessionId"].is_string()) {
+    std::string rid = params["resumeSessionId"];
+    Session* s = server_.opts_.daemon ? server_.find_session(rid) : nullptr;
+    if (!s) return error(id, kInvalidRequest, "unknown session id " + rid, {{"kind", "unknownSession"}, {"sessionId", rid}});
+    if (s->conn)
+      return error(id, kInvalidRequest, "session " + rid + " is attached to another connection",
+                   {{"kind", "sessionBusy"}, {"sessionId", rid}});
+    s->ttl.reset();
+    session_ = s;
+    resumed = true;
+  } else {
+    session_ = server_.new_session();
+  }
+  session_->conn = this;
+  session_->client_name = client_name_;
+  initialize_replied_ = true;
+  json methods = json::array();
+  for (const char* m : {"process/resize", "process/closeStdin", "process/list", "process/subscribe",
+                        "process/unsubscribe", "process/wait", "exec/command", "exec/writeStdin", "exec/listSessions",
+                        "exec/killSession", "exec/readOutput"})
+    methods.push_back(m);
+  json signals = json::array();
+  for (const auto& [n, s] : signal_names()) signals.push_back(n);
+  reply(id, {{"sessionId", session_->id},
+             {"environmentInfo", environment_info()},
+             {"serverInfo", {{"name", "uexec"}, {"version", "0.1.0"}}},
+             {"capabilities",
+              {{"protocol", "uexec/1"},
+               {"codexCompat", "0.169.0"},
+               {"methods", methods},
+               {"signals", signals},
+               {"sandboxModes", json::array()},
+               {"sandboxBackends", json::array()},
+               {"maxMessageBytes", 16u << 20},
+               {"retainedBytesPerProcess", server_.pm_.config().retain_bytes},
+               {"detachedTtlMs", server_.opts_.daemon ? server_.opts_.detached_ttl.count() : 0}}},
+             {"resumed", resumed}});
+  if (resumed)
+    for (auto& [pid, p] : session_->procs) server_.push(*p);
+}
+
+ExecServer::Process* ExecServer::Connection::process_or_error(const json& id, const json& params) {
+  std::string pid = need_string(params, "processId");
+  Process* p = server_.find_process(session_, pid);
+  if (!p) {
+    std::string reason = server_.tombstone_reason(session_->id + "/" + pid);
+    error(id, kInvalidRequest, "unknown process id " + pid,
+          {{"kind", "unknownProcess"}, {"processId", pid}, {"reason", reason}});
+  }
+  return p;
+}
+
+void ExecServer::Connection::m_start(const json& id, const json& params) {
+  std::string pid = need_string(params, "processId");
+  if (pid.empty() || pid.size() > 256)
+    throw ParamError{kInvalidParams, "processId must be 1-256 bytes", {{"kind", "invalidParams"}, {"field", "processId"}}};
+  const json& argv_j = need(params, "argv");
+  if (!argv_j.is_array())
+    throw ParamError{kInvalidParams, "invalid type for `argv`: expected an array of strings", {{"kind", "invalidParams"}, {"field", "argv"}}};
+  std::vector<std::string> argv;
+  for (const auto& a : argv_j) {
+    if (!a.is_string())
+      throw ParamError{kInvalidParams, "invalid type for `argv`: expected an array of strings", {{"kind", "invalidParams"}, {"field", "argv"}}};
+    argv.push_back(a.get<std::string>());
+  }
+  if (argv.empty()) throw ParamError{kInvalidParams, "argv must not be empty", {{"kind", "invalidParams"}, {"field", "argv"}}};
+  std::string cwd = server_.cwd_;
+  if (params.contains("cwd") && !params["cwd"].is_null()) {
+    if (!params["cwd"].is_string())
+      throw ParamError{kInvalidParams, "invalid type for `cwd`: expected a string", {{"kind", "invalidParams"}, {"field", "cwd"}}};
+    auto path = path_from_uri(params["cwd"]);
+    if (!path) throw ParamError{kInvalidParams, "invalid URI: relative URL without a base", {{"kind", "invalidParams"}, {"field", "cwd"}}};
+    cwd = *path;
+  }
+  bool tty = opt_bool(params, "tty").value_or(false);
+  bool pipe_stdin = opt_bool(params, "pipeStdin").value_or(false);
+  if (params.contains("networkProxy") && !params["networkProxy"].is_null())
+    throw ParamError{kInvalidParams, "networkProxy is not supported by uexec", {{"kind", "unsupported"}, {"field", "networkProxy"}}};
+  // Environment: verbatim, or a policy over the server's environment with `env` on top.
+  std::vector<std::string> env;
+  if (params.contains("envPolicy") && params["envPolicy"].is_object()) {
+    const json& ep = params["envPolicy"];
+    agent::EnvPolicy pol;
+    std::string inherit = ep.value("inherit", "all");
+    pol.inherit = inherit == "core" ? agent::EnvPolicy::Inherit::kCore
+                                    : (inherit == "none" ? agent::EnvPolicy::Inherit::kNone : agent::EnvPolicy::Inherit::kAll);
+    pol.ignore_default_excludes = ep.value("ignoreDefaultExcludes", false);
+    if (ep.contains("exclude")) pol.exclude = ep["exclude"].get<std::vector<std::string>>();
+    if (ep.contains("includeOnly")) pol.include_only = ep["includeOnly"].get<std::vector<std::string>>();
+    if (ep.contains("set"))
+      for (auto it = ep["set"].begin(); it != ep["set"].end(); ++it) pol.set.emplace_back(it.key(), it.value().get<std::string>());
+    env = agent::apply_env_policy(server_.env_, pol);
+  }
+  if (params.contains("env") && !params["env"].is_null()) {
+    if (!params["env"].is_object())
+      throw ParamError{kInvalidParams, "invalid type for `env`: expected a map of strings", {{"kind", "invalidParams"}, {"field", "env"}}};
+    for (auto it = params["env"].begin(); it != params["env"].end(); ++it) {
+      if (!it.value().is_string())
+        throw ParamError{kInvalidParams, "invalid type for `env`: expected a map of strings", {{"kind", "invalidParams"}, {"field", "env"}}};
+      agent::env_put(env, it.key(), it.value().get<std::string>());
+    }
+  }
+  policy::ExecRequest req;
+  req.argv = argv;
+  req.env = env;
+  req.cwd = cwd;
+  req.tty = tty;
+  req.stdin_pipe = pipe_stdin && !tty;
+  if (params.contains("arg0") && params["arg0"].is_string()) req.arg0 = params["arg0"].get<std::string>();
+  if (params.contains("size") && !params["size"].is_null()) {
+    if (!tty) throw ParamError{kInvalidParams, "size needs a tty process", {{"kind", "invalidParams"}, {"field", "size"}}};
+    auto rows = opt_number<long>(params["size"], "rows"), cols = opt_number<long>(params["size"], "cols");
+    if (!rows || !cols || *rows < 1 || *rows > 1000 || *cols < 1 || *cols > 1000)
+      throw ParamError{kInvalidParams, "size needs rows and cols in 1-1000", {{"kind", "invalidParams"}, {"field", "size"}}};
+    req.size = {static_cast<unsigned short>(*rows), static_cast<unsigned short>(*cols)};
+  }
+  if (params.contains("sandbox") && params["sandbox"].is_object()) {
+    const json& sb = params["sandbox"];
+    std::string type = sb.contains("permissions") && sb["permissions"].is_object() ? sb["permissions"].value("type", "") : "";
+    bool managed = type == "managed" || sb.contains("mode");
+    if (managed && !(sb.contains("mode") && sb["mode"] == "danger-full-access"))
+      return error(id, kInternal, "sandbox unavailable: this build of uexec has no sandbox backend yet",
+                   {{"kind", "sandboxUnavailable"}, {"backend", "none"}, {"reason", "not built"}});
+  }
+  if (server_.find_process(session_, pid)) {
+    auto* p = server_.find_process(session_, pid);
+    return error(id, kInvalidRequest, "process " + pid + " already exists",
+                 {{"kind", "processExists"}, {"processId", pid}, {"state", p->s->finished() ? "closed" : "running"}});
+  }
+  if (server_.processes() >= server_.opts_.max_processes)
+    return error(id, kInternal, "process limit reached",
+                 {{"kind", "limitReached"}, {"limit", "processes"}, {"max", server_.opts_.max_processes}});
+  req.id = session_->id + "/" + pid;
+  auto started = server_.pm_.start(req);
+  if (!started) {
+    const auto& e = started.error();
+    if (e.code == base::Errc::kExecFailed || e.sys_errno) {
+      const char* name = strerrorname_np(e.sys_errno);
+      return error(id, kInternal, fmt::format("{} (os error {})", std::strerror(e.sys_errno), e.sys_errno),
+                   {{"kind", "spawnFailed"},
+                    {"errno", name ? name : ""},
+                    {"syscall", e.context.substr(0, e.context.find(' '))},
+                    {"path", e.context.find(' ') == std::string::npos ? "" : e.context.substr(e.context.find(' ') + 1)}});
+    }
+    return error(id, kInvalidParams, e.message(), {{"kind", "invalidParams"}});
+  }
+  auto p = std::make_unique<Process>();
+  Process* raw = p.get();
+  raw->owner = session_;
+  raw->id = pid;
+  raw->key = *started;
+  raw->s = server_.pm_.find(*started);
+  raw->argv = argv;
+  raw->cwd = cwd;
+  raw->started_ms = wall_ms();
+  raw->subscribed = opt_bool(params, "subscribe").value_or(true);
+  if (params.contains("metadata")) raw->metadata = params["metadata"];
+  ExecServer* server = &server_;
+  raw->sub = raw->s->output().subscribe([server, raw] {
+    if (raw->s->verdict() && raw->exited_ms == 0) raw->exited_ms = wall_ms();
+    server->push(*raw);
+    server->wake_waiters(*raw);
+    if (raw->s->finished()) server->after_closed(*raw);
+    server->check_shutdown();
+  });
+  session_->procs.emplace(pid, std::move(p));
+  // The reply goes out before any notification for this process: those come from the loop.
+  reply(id, {{"processId", pid}, {"sandboxType", "none"}, {"pid", raw->s->pid()}, {"sessionId", session_->id}});
+}
+
+json ExecServer::Connection::read_result(Process& p, std::uint64_t after_seq, std::size_t max_bytes) const {
+  const auto& ring = p.s->output();
+  auto r = ring.read_from(ring.offset_after_seq(after_seq), SIZE_MAX);
+  json chunks = json::array();
+  std::size_t bytes = 0;
+  bool truncated = false;
+  session::Seq last = 0;
+  std::size_t i = 0;
+  while (i < r.pieces.size()) {
+    session::Seq seq = r.pieces[i].seq;
+    if (seq <= after_seq) {  // a merged index entry can start below after_seq
+      ++i;
+      continue;
+    }
+    if (!chunks.empty() && bytes >= max_bytes) {
+      truncated = true;
+      break;
+    }
+    pty::Stream stream = r.pieces[i].stream;
+    std::string data;
+    while (i < r.pieces.size() && r.pieces[i].seq == seq) {
+      data.append(reinterpret_cast<const char*>(r.pieces[i].bytes.data()), r.pieces[i].bytes.size());
+      ++i;
+    }
+    bytes += data.size();
+    last = seq;
+    chunks.push_back({{"seq", seq}, {"stream", pty::stream_name(stream)}, {"chunk", base64_encode(data)}});
+  }
+  const auto& v = p.s->verdict();
+  json out = {{"chunks", chunks},
+              {"nextSeq", truncated ? last + 1 : p.s->next_seq()},
+              {"exited", v.has_value()},
+              {"exitCode", v ? json(v->status.shell_code()) : json()},
+              {"closed", p.s->finished()},
+              {"failure", nullptr},
+              {"sandboxDenied", v && v->sandbox_denied()}};
+  out["signal"] = v && v->status.signal ? json(pty::signal_name(v->status.signal)) : json();
+  out["denial"] = v && v->denial ? json{{"source", policy::denial_source_name(v->denial->source)},
+                                        {"mechanism", v->denial->mechanism},
+                                        {"detail", v->denial->detail}}
+                                 : json();
+  out["omitted"] = r.gap > 0 ? json{{"fromSeq", after_seq + 1},
+                                    {"toSeq", chunks.empty() ? json() : json(chunks.front()["seq"].get<session::Seq>() - 1)},
+                                    {"bytes", r.gap}}
+                             : json();
+  return out;
+}
+
+void ExecServer::Connection::m_read(const json& id, const json& params) {
+  Process* p = process_or_error(id, params);
+  if (!p) return;
+  std::uint64_t after = opt_number<std::uint64_t>(params, "afterSeq").value_or(0);
+  std::size_t max_bytes = opt_number<std::size_t>(params, "maxBytes").value_or(server_.opts_.read_max_bytes);
+  std::uint64_t wait_ms = std::min<std::uint64_t>(opt_number<std::uint64_t>(params, "waitMs").value_or(0), 3600000);
+  auto ready = [p, after] {
+    const auto& ring = p->s->output();
+    return ring.offset_after_seq(after) < ring.total() || p->s->finished() || p->s->exited_seq() > after;
+  };
+  if (ready() || wait_ms == 0) return reply(id, read_result(*p, after, max_bytes));
+  // A long poll: a waiter, woken by the ring; it never blocks other requests.
+  auto w = std::make_unique<Waiter>();
+  w->id = server_.next_waiter_++;
+  w->p = p;
+  w->check = [this, id, p, after, max_bytes, ready](bool timed_out) {
+    if (!ready() && !timed_out) return false;
+    reply(id, read_result(*p, after, max_bytes));
+    return true;
+  };
+  w->timer = std::make_unique<loop::Timer>(server_.pm_.loop());
+  std::uint64_t wid = w->id;
+  Session* s = session_;
+  w->timer->start(milliseconds{static_cast<long>(wait_ms)}, [s, wid] {
+    auto it = s->waiters.find(wid);
+    if (it != s->waiters.end() && it->second->check(true)) s->waiters.erase(wid);
+  });
+  session_->waiters.emplace(wid, std::move(w));
+}
+
+void ExecServer::Connection::m_write(const json& id, const json& params) {
+  std::string pid = need_string(params, "processId");
+  std::string chunk_b64 = params.contains("chunk") && params["chunk"].is_string() ? params["chunk"].get<std::string>() : "";
+  auto data = base64_decode(chunk_b64);
+  if (!data) throw ParamError{kInvalidParams, "invalid base64 in `chunk`", {{"kind", "invalidParams"}, {"field", "chunk"}}};
+  std::optional<std::string> write_id;
+  if (params.contains("writeId") && params["writeId"].is_string()) write_id = params["writeId"].get<std::string>();
+  Process* p = server_.find_process(session_, pid);
+  if (!p) return reply(id, {{"status", "unknownProcess"}, {"reason", server_.tombstone_reason(session_->id + "/" + pid)}});
+  if (write_id) {
+    auto it = p->write_status.find(*write_id);
+    if (it != p->write_status.end()) return reply(id, {{"status", it->second}});
+  }
+  auto remember = [p, write_id](const std::string& status) {
+    if (!write_id) return;
+    p->write_status[*write_id] = status;
+    p->write_order.push_back(*write_id);
+    if (p->write_order.size() > 4096) {
+      p->write_status.erase(p->write_order.front());
+      p->write_order.pop_front();
+    }
+  };
+  auto* proc = p->s->process();
+  bool closed = p->s->verdict().has_value() || p->s->finished() || !proc ||
+                (!p->s->tty() && proc->stdin_pipe_fd() < 0);
+  if (closed) {
+    remember("stdinClosed");
+    return reply(id, {{"status", "stdinClosed"}});
+  }
+  auto r = p->s->write(std::string_view(*data));
+  if (r || r.error().code != base::Errc::kLimit) {
+    std::string status = r ? "accepted" : "stdinClosed";
+    remember(status);
+    return reply(id, {{"status", status}});
+  }
+  // The child is not reading and its queue is full: this reply waits for room.
+  auto w = std::make_unique<Waiter>();
+  w->id = server_.next_waiter_++;
+  w->p = p;
+  std::string bytes = *data;
+  w->check = [this, id, p, bytes, remember](bool) {
+    auto* pr = p->s->process();
+    if (p->s->verdict() || !pr) {
+      remember("stdinClosed");
+      reply(id, {{"status", "stdinClosed"}});
+      return true;
+    }
+    auto again = p->s->write(std::string_view(bytes));
+    if (!again && again.error().code == base::Errc::kLimit) return false;
+    std::string status = again ? "accepted" : "stdinClosed";
+    remember(status);
+    reply(id, {{"status", status}});
+    return true;
+  };
+  w->timer = std::make_unique<loop::Timer>(server_.pm_.loop());
+  std::uint64_t wid = w->id;
+  Session* s = session_;
+  w->timer->start(
+      milliseconds{10},
+      [s, wid] {
+        auto it = s->waiters.find(wid);
+        if (it != s->waiters.end() && it->second->check(false)) s->waiters.erase(wid);
+      },
+      milliseconds{10});
+  session_->waiters.emplace(wid, std::move(w));
+}
+
+void ExecServer::Connection::m_signal(const json& id, const json& params) {
+  std::string name = need_string(params, "signal");
+  auto it = std::find_if(signal_names().begin(), signal_names().end(), [&](auto& kv) { return kv.first == name; });
+  if (it == signal_names().end()) {
+    std::string all;
+    for (const auto& [n, s] : signal_names()) all += (all.empty() ? "`" : ", `") + n + "`";
+    throw ParamError{kInvalidParams, fmt::format("unknown variant `{}`, expected one of {}", name, all),
+                     {{"kind", "invalidParams"}, {"field", "signal"}}};
+  }
+  Process* p = process_or_error(id, params);
+  if (!p) return;
+  pty::SignalTarget target = p->s->tty() ? pty::SignalTarget::kForeground : pty::SignalTarget::kGroup;
+  if (params.contains("target") && params["target"].is_string()) {
+    std::string t = params["target"];
+    if (t == "foreground" && !p->s->tty())
+      throw ParamError{kInvalidParams, "target `foreground` needs a tty process", {{"kind", "invalidParams"}, {"field", "target"}}};
+    if (t == "group") target = pty::SignalTarget::kGroup;
+    else if (t == "process") target = pty::SignalTarget::kLeader;
+    else if (t != "foreground")
+      throw ParamError{kInvalidParams, "unknown target `" + t + "`", {{"kind", "invalidParams"}, {"field", "target"}}};
+  }
+  bool delivered = !p->s->verdict() && p->s->signal(it->second, target).has_value();
+  reply(id, {{"delivered", delivered}});
+}
+
+void ExecServer::Connection::m_terminate(const json& id, const json& params) {
+  std::string pid = need_string(params, "processId");
+  long grace = opt_number<long>(params, "graceMs").value_or(1000);
+  Process* p = server_.find_process(session_, pid);
+  if (!p || p->s->verdict()) return reply(id, {{"running", false}});
+  if (grace <= 0) {
+    (void)p->s->signal(SIGKILL, pty::SignalTarget::kGroup);
+    if (p->s->tty()) (void)p->s->signal(SIGKILL, pty::SignalTarget::kForeground);
+  } else {
+    p->s->terminate(milliseconds{grace});
+  }
+  reply(id, {{"running", true}});
+}
+
+void ExecServer::Connection::m_resize(const json& id, const json& params) {
+  Process* p = process_or_error(id, params);
+  if (!p) return;
+  auto rows = opt_number<long>(params, "rows"), cols = opt_number<long>(params, "cols");
+  if (!rows || !cols || *rows < 1 || *rows > 1000 || *cols < 1 || *cols > 1000)
+    throw ParamError{kInvalidParams, "rows and cols must be 1-1000", {{"kind", "invalidParams"}, {"field", "rows"}}};
+  if (!p->s->tty()) return error(id, kInvalidRequest, "process " + p->id + " is not a tty", {{"kind", "notTty"}, {"processId", p->id}});
+  auto r = p->s->resize({static_cast<unsigned short>(*rows), static_cast<unsigned short>(*cols)});
+  if (!r) return error(id, kInvalidRequest, r.error().message(), {{"kind", "invalidRequest"}});
+  reply(id, json::object());
+}
+
+void ExecServer::Connection::m_close_stdin(const json& id, const json& params) {
+  std::string pid = need_string(params, "processId");
+  Process* p = server_.find_process(session_, pid);
+  if (!p) return reply(id, {{"status", "unknownProcess"}, {"reason", server_.tombstone_reason(session_->id + "/" + pid)}});
+  if (p->s->verdict()) return reply(id, {{"status", "stdinClosed"}});
+  if (p->s->tty()) {
+    // A terminal has no separate stdin: queue its VEOF character (normally ^D).
+    return reply(id, {{"status", p->s->write(std::string_view("\x04")) ? "accepted" : "stdinClosed"}});
+  }
+  reply(id, {{"status", p->s->close_stdin() ? "accepted" : "stdinClosed"}});
+}
+
+void ExecServer::Connection::m_list(const json& id, const json& params) {
+  bool all = opt_bool(params, "all").value_or(false);
+  bool include_closed = opt_bool(params, "includeClosed").value_or(true);
+  json out = json::array();
+  for (auto& [sid, s] : server_.sessions_) {
+    if (!all && s.get() != session_) continue;
+    for (auto& [pid, p] : s->procs) {
+      if (!include_closed && p->s->finished()) continue;
+      const auto& v = p->s->verdict();
+      const auto& ring = p->s->output();
+      std::string state = p->s->finished() ? "closed" : (v ? "exited" : "running");
+      bool awaiting = false;
+      if (!v && p->s->tty() && p->s->process() && p->s->process()->master_fd() >= 0) {
+        int m = p->s->process()->master_fd();
+        awaiting = pty::group_reading_tty(::tcgetpgrp(m), pty::slave_rdev(m));
+      }
+      json e = {{"sessionId", sid},         {"processId", pid},         {"name", nullptr},
+                {"clientName", s->client_name}, {"agentSessionId", nullptr}, {"pid", p->s->pid()},
+                {"argv", p->argv},           {"cwd", file_uri(p->cwd)},   {"tty", p->s->tty()},
+                {"state", state},            {"awaitingInput", awaiting}, {"startedAtMs", p->started_ms},
+                {"nextSeq", p->s->next_seq()}, {"retainedBytes", ring.retained()},
+                {"omitted", ring.evicted() > 0 ? json{{"bytes", ring.evicted()}} : json()},
+                {"subscribers", p->subscribed && s->conn ? 1 : 0},
+                {"sandbox", {{"type", "none"}, {"backend", nullptr}}},
+                {"metadata", p->metadata}};
+      e["exitedAtMs"] = p->exited_ms ? json(p->exited_ms) : json();
+      e["exitCode"] = v ? json(v->status.shell_code()) : json();
+      e["signal"] = v && v->status.signal ? json(pty::signal_name(v->status.signal)) : json();
+      if (p->s->tty() && p->s->process() && p->s->process()->master_fd() >= 0)
+        if (auto sz = pty::get_size(p->s->process()->master_fd())) e["size"] = json{{"rows", sz->rows}, {"cols", sz->cols}};
+      out.push_back(std::move(e));
+    }
+  }
+  reply(id, {{"processes", out}});
+}
+
+void ExecServer::Connection::m_subscribe(const json& id, const json& params, bool on) {
+  Process* p = process_or_error(id, params);
+  if (!p) return;
+  p->subscribed = on;
+  if (!on) return reply(id, {{"subscribed", false}});
+  const auto& ring = p->s->output();
+  if (params.contains("afterSeq") && !params["afterSeq"].is_null()) {
+    std::uint64_t after = opt_number<std::uint64_t>(params, "afterSeq").value_or(0);
+    p->cursor = ring.offset_after_seq(after);
+    p->sent_exited = p->s->exited_seq() != 0 && p->s->exited_seq() <= after;
+    p->sent_closed = p->s->closed_seq() != 0 && p->s->closed_seq() <= after;
+  } else {
+    p->cursor = ring.total();
+    p->sent_exited = p->s->exited_seq() != 0;
+    p->sent_closed = p->s->closed_seq() != 0;
+  }
+  reply(id, {{"subscribed", true}, {"nextSeq", p->s->next_seq()}});
+  server_.push(*p);
+}
+
+void ExecServer::Connection::m_wait(const json& id, const json& params) {
+  Process* p = process_or_error(id, params);
+  if (!p) return;
+  const json until = params.contains("until") && params["until"].is_object() ? params["until"] : json::object();
+  std::shared_ptr<std::regex> re;
+  if (until.contains("regex")) {
+    try {
+      re = std::make_shared<std::regex>(until["regex"].get<std::string>(), std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+      throw ParamError{kInvalidParams, std::string("invalid regex: ") + e.what(), {{"kind", "invalidParams"}, {"field", "until.regex"}}};
+    }
+  }
+  auto idle = opt_number<long>(until, "idleMs");
+  auto bytes = opt_number<std::uint64_t>(until, "bytes");
+  auto port = opt_number<long>(until, "portOpen");
+  long timeout = std::min<long>(opt_number<long>(params, "timeoutMs").value_or(30000), 86400000);
+  std::uint64_t after = params.contains("afterSeq") && !params["afterSeq"].is_null()
+                            ? opt_number<std::uint64_t>(params, "afterSeq").value_or(0)
+                            : p->s->next_seq() - 1;
+  auto start = Clock::now();
+  session::Offset from = p->s->output().offset_after_seq(after);
+  auto last_total = std::make_shared<std::uint64_t>(p->s->output().total());
+  auto last_output = std::make_shared<Clock::time_point>(start);
+  auto answer = [this, id, p](const std::string& fired, json match) {
+    const auto& v = p->s->verdict();
+    json r = {{"fired", fired},       {"nextSeq", p->s->next_seq()}, {"exited", v.has_value()},
+              {"closed", p->s->finished()}, {"match", std::move(match)}};
+    r["exitCode"] = v ? json(v->status.shell_code()) : json();
+    r["signal"] = v && v->status.signal ? json(pty::signal_name(v->status.signal)) : json();
+    reply(id, r);
+  };
+  auto check = [=](bool timed_out) {
+    const auto& ring = p->s->output();
+    auto now = Clock::now();
+    if (ring.total() != *last_total) {
+      *last_total = ring.total();
+      *last_output = now;
+    }
+    if (re) {
+      std::string text = ring.read_from(from, SIZE_MAX).text();
+      std::string clean = session::lossy_decode(agent::strip_ansi(text));
+      std::size_t pos = 0;
+      while (pos <= clean.size()) {
+        std::size_t nl = clean.find('\n', pos);
+        std::string line = clean.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+        if (line.size() > 65536) line = line.substr(line.size() - 65536);
+        std::smatch m;
+        if (std::regex_search(line, m, *re)) {
+          answer("regex", {{"text", m.str(0)}, {"seq", p->s->next_seq() - 1}});
+          return true;
+        }
+        if (nl == std::string::npos) break;
+        pos = nl + 1;
+      }
+    }
+    if (bytes && ring.total() - from >= *bytes) {
+      answer("bytes", nullptr);
+      return true;
+    }
+    if (port && agent::find_listener(p->s->pid(), static_cast<int>(*port))) {
+      answer("portOpen", nullptr);
+      return true;
+    }
+    if (p->s->verdict()) {
+      // Let trailing output arrive (up to 50 ms) before reporting the exit.
+      if (p->s->finished() || now - p->s->exited_at() >= milliseconds{50}) {
+        answer("exit", nullptr);
+        return true;
+      }
+      return false;
+    }
+    if (idle && now - std::max(start, *last_output) >= milliseconds{*idle}) {
+      answer("idle", nullptr);
+      return true;
+    }
+    if (timed_out || now - start >= milliseconds{timeout}) {
+      answer("timeout", nullptr);
+      return true;
+    }
+    return false;
+  };
+  if (check(false)) return;
+  auto w = std::make_unique<Waiter>();
+  w->id = server_.next_waiter_++;
+  w->p = p;
+  w->check = check;
+  w->timer = std::make_unique<loop::Timer>(server_.pm_.loop());
+  std::uint64_t wid = w->id;
+  Session* s = session_;
+  // A tick for idle, ports, the post-exit wait and the timeout.
+  w->timer->start(
+      milliseconds{25},
+      [s, wid] {
+        auto it = s->waiters.find(wid);
+        if (it != s->waiters.end() && it->second->check(false)) s->waiters.erase(wid);
+      },
+      milliseconds{25});
+  session_->waiters.emplace(wid, std::move(w));
+}
+
+void ExecServer::Connection::m_exec(const json& id, const std::string& tool, const json& params) {
+  if (!server_.tools_)
+    return error(id, kInvalidParams, "exec/* methods need the agent service", {{"kind", "unsupported"}});
+  agent::CallId cid = 0;
+  server_.tools_->call(
+      tool, params, true, [this, id](json result) { reply(id, std::move(result)); }, &cid);
+}
+
+}  // namespace uexec::rpc
