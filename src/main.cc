@@ -26,6 +26,16 @@ usage:
       Codex exec-server's JSON-RPC protocol on stdio (process/*, environment/*), plus
       uexec's extensions (resize, list, subscribe, wait, exec/*). A drop-in for
       `codex exec-server --listen stdio`.
+  uexec serve [--socket PATH]
+      The daemon: sessions that outlive their clients, on a Unix socket (mode 0600 in a
+      0700 directory under $XDG_RUNTIME_DIR, else /tmp/uexec-$UID). SIGTERM ends it cleanly.
+  uexec start [--tty] [--cwd DIR] -- CMD...    start a process in the daemon; prints its ID
+  uexec ls                                     the daemon's processes
+  uexec attach ID                              a terminal on a process (Ctrl-] detaches)
+  uexec send ID TEXT [--no-newline]            type TEXT and Enter into a process
+  uexec kill ID [--signal NAME]                terminate it (or send one signal)
+  uexec logs ID [--follow]                     its retained output (--follow: and live)
+      The clients find the daemon at $UEXEC_SOCKET, else the default socket path.
   uexec demo
       An interactive login shell ($SHELL -l) through the session core.
   uexec help | --help | -h
@@ -59,6 +69,9 @@ int main(int argc, char** argv) {
   if (cmd == "demo") return uexec::cli::cmd_demo(args);
   if (cmd == "mcp") return uexec::cli::cmd_mcp(args);
   if (cmd == "exec-server") return uexec::cli::cmd_exec_server(args);
+  if (cmd == "serve") return uexec::cli::cmd_serve(args);
+  if (cmd == "ls" || cmd == "start" || cmd == "send" || cmd == "kill" || cmd == "logs" || cmd == "attach")
+    return uexec::cli::cmd_client(cmd, args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::fputs(kUsage, stdout);
     return 0;

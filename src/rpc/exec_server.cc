@@ -124,14 +124,18 @@ std::optional<bool> opt_bool(const json& params, const char* field) {
 
 // ---- state -------------------------------------------------------------------------------------
 
+struct ExecServer::SubState {
+  session::Offset cursor = 0;
+  bool sent_exited = false, sent_closed = false;
+};
+
 struct ExecServer::Process {
   Session* owner = nullptr;
   std::string id;
   std::string key;  // the ProcessManager's id: "<sessionId>/<processId>"
   session::Session* s = nullptr;
-  bool subscribed = true;
-  session::Offset cursor = 0;
-  bool sent_exited = false, sent_closed = false;
+  // Each subscribing session has its own cursor; none takes output from another.
+  std::map<Session*, SubState> subs;
   std::unique_ptr<session::Subscription> sub;
   std::deque<std::string> write_order;
   std::unordered_map<std::string, std::string> write_status;
@@ -151,6 +155,8 @@ struct ExecServer::Session {
   std::string client_name;
   std::unique_ptr<loop::Timer> ttl;
   std::map<std::uint64_t, std::unique_ptr<Waiter>> waiters;
+  long ttl_ms = -2;          // -2: the server default
+  bool keep_forever = false; // detachedTtlMs -1 under `uexec serve`: until killed
 };
 
 // A long-poll (process/read with waitMs, process/wait, a write waiting for room).
@@ -242,6 +248,8 @@ void ExecServer::drop_session(const std::string& id) {
   if (it == sessions_.end()) return;
   Session* s = it->second.get();
   s->waiters.clear();
+  for (auto& [osid, other] : sessions_)
+    for (auto& [opid, op] : other->procs) op->subs.erase(s);
   for (auto& [pid, p] : s->procs) {
     p->sub.reset();
     tombstones_[p->key] = "killed";
@@ -259,31 +267,40 @@ void ExecServer::after_closed(Process& p) {
 }
 
 void ExecServer::push(Process& p) {
-  Connection* c = p.owner->conn;
-  if (!c || !p.subscribed) return;
+  for (auto& [sess, st] : p.subs)
+    if (sess->conn) push_to(p, *sess, st);
+}
+
+void ExecServer::push_to(Process& p, Session& to, SubState& st) {
+  Connection* c = to.conn;
   const auto& ring = p.s->output();
   session::Seq ex = p.s->exited_seq(), cl = p.s->closed_seq();
+  // Notifications about another session's process name that session.
+  auto params = [&](json j) {
+    if (&to != p.owner) j["sessionId"] = p.owner->id;
+    return j;
+  };
   auto send_exited = [&] {
     const auto& v = p.s->verdict();
-    json params = {{"processId", p.id}, {"seq", ex}, {"exitCode", v->status.shell_code()},
-                   {"sandboxDenied", v->sandbox_denied()}};
-    params["signal"] = v->status.signal ? json(pty::signal_name(v->status.signal)) : json();
-    params["denial"] = v->denial ? json{{"source", policy::denial_source_name(v->denial->source)},
-                                        {"mechanism", v->denial->mechanism},
-                                        {"detail", v->denial->detail}}
-                                 : json();
-    c->notify("process/exited", std::move(params));
-    p.sent_exited = true;
+    json j = {{"processId", p.id}, {"seq", ex}, {"exitCode", v->status.shell_code()},
+              {"sandboxDenied", v->sandbox_denied()}};
+    j["signal"] = v->status.signal ? json(pty::signal_name(v->status.signal)) : json();
+    j["denial"] = v->denial ? json{{"source", policy::denial_source_name(v->denial->source)},
+                                   {"mechanism", v->denial->mechanism},
+                                   {"detail", v->denial->detail}}
+                            : json();
+    c->notify("process/exited", params(std::move(j)));
+    st.sent_exited = true;
   };
-  while (p.cursor < ring.total()) {
+  while (st.cursor < ring.total()) {
     if (!c->writable()) return c->resume_when_drained();
-    auto r = ring.read_from(p.cursor, SIZE_MAX);
+    auto r = ring.read_from(st.cursor, SIZE_MAX);
     if (r.gap > 0 && c->extensions_)
-      c->notify("process/gap", {{"processId", p.id},
-                                {"fromSeq", nullptr},
-                                {"toSeq", r.pieces.empty() ? json() : json(r.pieces.front().seq - 1)},
-                                {"bytes", r.gap},
-                                {"reason", "evicted"}});
+      c->notify("process/gap", params({{"processId", p.id},
+                                       {"fromSeq", nullptr},
+                                       {"toSeq", r.pieces.empty() ? json() : json(r.pieces.front().seq - 1)},
+                                       {"bytes", r.gap},
+                                       {"reason", "evicted"}}));
     std::size_t i = 0;
     while (i < r.pieces.size()) {
       session::Seq seq = r.pieces[i].seq;
@@ -293,17 +310,19 @@ void ExecServer::push(Process& p) {
         bytes.append(reinterpret_cast<const char*>(r.pieces[i].bytes.data()), r.pieces[i].bytes.size());
         ++i;
       }
-      if (!p.sent_exited && ex && seq > ex) send_exited();  // exited may precede trailing output
-      c->notify("process/output",
-                {{"processId", p.id}, {"seq", seq}, {"stream", pty::stream_name(stream)}, {"chunk", base64_encode(bytes)}});
+      if (!st.sent_exited && ex && seq > ex) send_exited();  // exited may precede trailing output
+      c->notify("process/output", params({{"processId", p.id},
+                                          {"seq", seq},
+                                          {"stream", pty::stream_name(stream)},
+                                          {"chunk", base64_encode(bytes)}}));
     }
-    if (r.next == p.cursor) break;
-    p.cursor = r.next;
+    if (r.next == st.cursor) break;
+    st.cursor = r.next;
   }
-  if (!p.sent_exited && ex) send_exited();
-  if (p.sent_exited && !p.sent_closed && cl) {
-    c->notify("process/closed", {{"processId", p.id}, {"seq", cl}, {"outputEof", p.s->output_eof()}});
-    p.sent_closed = true;
+  if (!st.sent_exited && ex) send_exited();
+  if (st.sent_exited && !st.sent_closed && cl) {
+    c->notify("process/closed", params({{"processId", p.id}, {"seq", cl}, {"outputEof", p.s->output_eof()}}));
+    st.sent_closed = true;
   }
 }
 
@@ -359,10 +378,12 @@ ExecServer::Connection::~Connection() {
   for (auto it = s->waiters.begin(); it != s->waiters.end();) it = s->waiters.erase(it);
   if (!server_.opts_.daemon) return;  // stdio: the front door kills everything at EOF
   // Detach: processes keep running within the TTL, then are terminated with the session.
+  if (s->keep_forever) return;
   std::string sid = s->id;
   s->ttl = std::make_unique<loop::Timer>(server_.pm_.loop());
   ExecServer* server = &server_;
-  s->ttl->start(server_.opts_.detached_ttl, [server, sid] { server->drop_session(sid); });
+  milliseconds ttl = s->ttl_ms >= 0 ? milliseconds{s->ttl_ms} : server_.opts_.detached_ttl;
+  s->ttl->start(ttl, [server, sid] { server->drop_session(sid); });
 }
 
 bool ExecServer::Connection::writable() const {
@@ -527,6 +548,10 @@ void ExecServer::Connection::m_initialize(const json& id, const json& params) {
   }
   session_->conn = this;
   session_->client_name = client_name_;
+  if (auto ttl = opt_number<long>(params, "detachedTtlMs")) {
+    if (*ttl < 0 && server_.opts_.daemon) session_->keep_forever = true;
+    else if (*ttl >= 0) session_->ttl_ms = std::min<long>(*ttl, server_.opts_.detached_ttl.count());
+  }
   initialize_replied_ = true;
   json methods = json::array();
   for (const char* m : {"process/resize", "process/closeStdin", "process/list", "process/subscribe",
@@ -553,11 +578,23 @@ void ExecServer::Connection::m_initialize(const json& id, const json& params) {
     for (auto& [pid, p] : session_->procs) server_.push(*p);
 }
 
+ExecServer::Session* ExecServer::Connection::target_session(const json& params) {
+  // Ext: `sessionId` addresses a process of another session on the same server.
+  if (params.contains("sessionId") && params["sessionId"].is_string()) {
+    Session* s = server_.find_session(params["sessionId"]);
+    if (!s) throw ParamError{kInvalidRequest, "unknown session id " + params["sessionId"].get<std::string>(),
+                             {{"kind", "unknownSession"}, {"sessionId", params["sessionId"]}}};
+    return s;
+  }
+  return session_;
+}
+
 ExecServer::Process* ExecServer::Connection::process_or_error(const json& id, const json& params) {
   std::string pid = need_string(params, "processId");
-  Process* p = server_.find_process(session_, pid);
+  Session* sess = target_session(params);
+  Process* p = server_.find_process(sess, pid);
   if (!p) {
-    std::string reason = server_.tombstone_reason(session_->id + "/" + pid);
+    std::string reason = server_.tombstone_reason(sess->id + "/" + pid);
     error(id, kInvalidRequest, "unknown process id " + pid,
           {{"kind", "unknownProcess"}, {"processId", pid}, {"reason", reason}});
   }
@@ -667,7 +704,7 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
   raw->argv = argv;
   raw->cwd = cwd;
   raw->started_ms = wall_ms();
-  raw->subscribed = opt_bool(params, "subscribe").value_or(true);
+  if (opt_bool(params, "subscribe").value_or(true)) raw->subs[session_] = {};
   if (params.contains("metadata")) raw->metadata = params["metadata"];
   ExecServer* server = &server_;
   raw->sub = raw->s->output().subscribe([server, raw] {
@@ -767,8 +804,9 @@ void ExecServer::Connection::m_write(const json& id, const json& params) {
   if (!data) throw ParamError{kInvalidParams, "invalid base64 in `chunk`", {{"kind", "invalidParams"}, {"field", "chunk"}}};
   std::optional<std::string> write_id;
   if (params.contains("writeId") && params["writeId"].is_string()) write_id = params["writeId"].get<std::string>();
-  Process* p = server_.find_process(session_, pid);
-  if (!p) return reply(id, {{"status", "unknownProcess"}, {"reason", server_.tombstone_reason(session_->id + "/" + pid)}});
+  Session* sess = target_session(params);
+  Process* p = server_.find_process(sess, pid);
+  if (!p) return reply(id, {{"status", "unknownProcess"}, {"reason", server_.tombstone_reason(sess->id + "/" + pid)}});
   if (write_id) {
     auto it = p->write_status.find(*write_id);
     if (it != p->write_status.end()) return reply(id, {{"status", it->second}});
@@ -855,7 +893,7 @@ void ExecServer::Connection::m_signal(const json& id, const json& params) {
 void ExecServer::Connection::m_terminate(const json& id, const json& params) {
   std::string pid = need_string(params, "processId");
   long grace = opt_number<long>(params, "graceMs").value_or(1000);
-  Process* p = server_.find_process(session_, pid);
+  Process* p = server_.find_process(target_session(params), pid);
   if (!p || p->s->verdict()) return reply(id, {{"running", false}});
   if (grace <= 0) {
     (void)p->s->signal(SIGKILL, pty::SignalTarget::kGroup);
@@ -880,8 +918,9 @@ void ExecServer::Connection::m_resize(const json& id, const json& params) {
 
 void ExecServer::Connection::m_close_stdin(const json& id, const json& params) {
   std::string pid = need_string(params, "processId");
-  Process* p = server_.find_process(session_, pid);
-  if (!p) return reply(id, {{"status", "unknownProcess"}, {"reason", server_.tombstone_reason(session_->id + "/" + pid)}});
+  Session* sess = target_session(params);
+  Process* p = server_.find_process(sess, pid);
+  if (!p) return reply(id, {{"status", "unknownProcess"}, {"reason", server_.tombstone_reason(sess->id + "/" + pid)}});
   if (p->s->verdict()) return reply(id, {{"status", "stdinClosed"}});
   if (p->s->tty()) {
     // A terminal has no separate stdin: queue its VEOF character (normally ^D).
@@ -912,7 +951,7 @@ void ExecServer::Connection::m_list(const json& id, const json& params) {
                 {"state", state},            {"awaitingInput", awaiting}, {"startedAtMs", p->started_ms},
                 {"nextSeq", p->s->next_seq()}, {"retainedBytes", ring.retained()},
                 {"omitted", ring.evicted() > 0 ? json{{"bytes", ring.evicted()}} : json()},
-                {"subscribers", p->subscribed && s->conn ? 1 : 0},
+                {"subscribers", p->subs.size()},
                 {"sandbox", {{"type", "none"}, {"backend", nullptr}}},
                 {"metadata", p->metadata}};
       e["exitedAtMs"] = p->exited_ms ? json(p->exited_ms) : json();
@@ -929,19 +968,23 @@ void ExecServer::Connection::m_list(const json& id, const json& params) {
 void ExecServer::Connection::m_subscribe(const json& id, const json& params, bool on) {
   Process* p = process_or_error(id, params);
   if (!p) return;
-  p->subscribed = on;
-  if (!on) return reply(id, {{"subscribed", false}});
+  if (!on) {
+    p->subs.erase(session_);
+    return reply(id, {{"subscribed", false}});
+  }
   const auto& ring = p->s->output();
+  SubState st;
   if (params.contains("afterSeq") && !params["afterSeq"].is_null()) {
     std::uint64_t after = opt_number<std::uint64_t>(params, "afterSeq").value_or(0);
-    p->cursor = ring.offset_after_seq(after);
-    p->sent_exited = p->s->exited_seq() != 0 && p->s->exited_seq() <= after;
-    p->sent_closed = p->s->closed_seq() != 0 && p->s->closed_seq() <= after;
+    st.cursor = ring.offset_after_seq(after);
+    st.sent_exited = p->s->exited_seq() != 0 && p->s->exited_seq() <= after;
+    st.sent_closed = p->s->closed_seq() != 0 && p->s->closed_seq() <= after;
   } else {
-    p->cursor = ring.total();
-    p->sent_exited = p->s->exited_seq() != 0;
-    p->sent_closed = p->s->closed_seq() != 0;
+    st.cursor = ring.total();
+    st.sent_exited = p->s->exited_seq() != 0;
+    st.sent_closed = p->s->closed_seq() != 0;
   }
+  p->subs[session_] = st;
   reply(id, {{"subscribed", true}, {"nextSeq", p->s->next_seq()}});
   server_.push(*p);
 }

@@ -68,6 +68,7 @@ class ExecServer {
  private:
   struct Process;
   struct Session;
+  struct SubState;
   struct Waiter;
   friend class Connection;
 
@@ -75,6 +76,7 @@ class ExecServer {
   Session* find_session(const std::string& id);
   Process* find_process(Session* s, const std::string& id);
   void push(Process& p);
+  void push_to(Process& p, Session& to, SubState& st);
   void wake_waiters(Process& p);
   void after_closed(Process& p);
   void forget(Process& p, const std::string& reason);
@@ -132,6 +134,7 @@ class ExecServer::Connection {
   json environment_info() const;
   json read_result(Process& p, std::uint64_t after_seq, std::size_t max_bytes) const;
   Process* process_or_error(const json& id, const json& params);
+  Session* target_session(const json& params);
 
   ExecServer& server_;
   Peer peer_;

@@ -18,6 +18,10 @@ inline constexpr int kExitNotFound = 127;
 int cmd_run(const std::vector<std::string>& args);
 // `uexec exec-server --listen stdio`: the Codex exec-server drop-in.
 int cmd_exec_server(const std::vector<std::string>& args);
+// `uexec serve`: the daemon on a Unix socket.
+int cmd_serve(const std::vector<std::string>& args);
+// The daemon's CLI clients: ls, start, send, kill, logs, attach.
+int cmd_client(const std::string& cmd, const std::vector<std::string>& args);
 // `uexec mcp`: the MCP server on stdio.
 int cmd_mcp(const std::vector<std::string>& args);
 // `uexec demo`: an interactive login shell through the session core (tools/dev serve).

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""`uexec serve` and its CLI clients, end to end, as a person would use them.
+
+Starts the daemon on a private socket, then: start / ls / send / logs / kill; attach on a
+real terminal (made here with pty.fork) with replay, live output, typing, resize and the
+detach key; two clients attached to one session both seeing its output; a raw protocol
+client that disconnects mid-stream while its process keeps running; socket permissions;
+and SIGTERM ending everything with no process left behind.
+"""
+import base64
+import fcntl
+import json
+import os
+import pty
+import select
+import signal
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+
+uexec = sys.argv[1]
+passed = failed = 0
+
+
+def check(name, ok, detail=""):
+    global passed, failed
+    if ok:
+        passed += 1
+    else:
+        failed += 1
+        print(f"FAIL: {name} {detail}")
+
+
+tmp = tempfile.mkdtemp(prefix="uexec-daemon-")
+os.chmod(tmp, 0o700)
+sock = os.path.join(tmp, "uexec.sock")
+env = dict(os.environ, UEXEC_SOCKET=sock)
+server = subprocess.Popen([uexec, "serve", "--socket", sock], stderr=subprocess.PIPE, env=env)
+for _ in range(100):
+    if os.path.exists(sock):
+        break
+    time.sleep(0.05)
+check("socket exists", os.path.exists(sock))
+check("socket is 0600", stat.S_IMODE(os.stat(sock).st_mode) == 0o600, oct(os.stat(sock).st_mode))
+
+
+def cli(*args, input=None, timeout=20):
+    r = subprocess.run([uexec, *args], env=env, capture_output=True, timeout=timeout, input=input)
+    return r.returncode, r.stdout.decode(errors="replace"), r.stderr.decode(errors="replace")
+
+
+# start / ls / send / logs / kill
+code, out, err = cli("start", "--tty", "--", "bash", "--norc", "--noprofile", "-i")
+pid_id = out.strip()
+check("start prints an ID", code == 0 and "/" in pid_id, out + err)
+code, out, _ = cli("ls")
+check("ls lists it", pid_id in out and "running" in out, out)
+code, out, err = cli("send", pid_id, "echo sent-$((40+2))")
+check("send", code == 0, err)
+deadline = time.time() + 10
+logs = ""
+while time.time() < deadline and "sent-42" not in logs:
+    _, logs, _ = cli("logs", pid_id)
+    time.sleep(0.1)
+check("logs show the output", "sent-42" in logs, logs[-300:])
+
+# attach on a real terminal: replay, typing, resize, detach key
+pid, master = pty.fork()
+if pid == 0:
+    os.execve(uexec, [uexec, "attach", pid_id], env)
+fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", 33, 99, 0, 0))
+
+
+def read_until(fd, needle, timeout=10.0):
+    buf = b""
+    end = time.time() + timeout
+    while needle not in buf and time.time() < end:
+        r, _, _ = select.select([fd], [], [], 0.2)
+        if r:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            buf += chunk
+    return buf
+
+
+got = read_until(master, b"sent-42")
+check("attach replays retained output", b"sent-42" in got, repr(got[-200:]))
+os.write(master, b"stty size\r")
+got = read_until(master, b"33 99")
+check("attach forwards its size", b"33 99" in got, repr(got[-200:]))
+
+# A second client attached to the same session sees the same output.
+c2 = subprocess.Popen([uexec, "logs", pid_id, "--follow"], env=env, stdout=subprocess.PIPE)
+time.sleep(0.3)
+os.write(master, b"echo both-see-$((6*7))\r")
+got = read_until(master, b"both-see-42")
+check("attach: typing works", b"both-see-42" in got, repr(got[-200:]))
+r = b""
+end = time.time() + 10
+os.set_blocking(c2.stdout.fileno(), False)
+while b"both-see-42" not in r and time.time() < end:
+    select.select([c2.stdout], [], [], 0.2)
+    try:
+        r += c2.stdout.read() or b""
+    except Exception:
+        pass
+check("a second client sees the same output", b"both-see-42" in r, repr(r[-200:]))
+os.write(master, b"\x1d")  # Ctrl-]
+_, status = os.waitpid(pid, 0)
+check("detach key leaves attach with 0", os.waitstatus_to_exitcode(status) == 0, str(status))
+os.close(master)
+code, out, _ = cli("ls")
+check("the process survives the detach", pid_id in out and "running" in out, out)
+
+# A raw protocol client that disconnects mid-stream: its process keeps running.
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+f = s.makefile("rwb")
+
+
+def send(o):
+    f.write((json.dumps(o) + "\n").encode())
+    f.flush()
+
+
+def recv_id(i, timeout=10):
+    s.settimeout(timeout)
+    while True:
+        m = json.loads(f.readline())
+        if m.get("id") == i:
+            return m
+
+
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientName": "raw", "detachedTtlMs": 60000}})
+init = recv_id(1)
+sid = init["result"]["sessionId"]
+send({"jsonrpc": "2.0", "method": "initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "process/start",
+      "params": {"processId": "flood", "argv": ["/bin/sh", "-c", "while :; do echo tick; sleep 0.05; done"], "tty": False}})
+check("raw start", "result" in recv_id(2))
+time.sleep(0.2)
+s.close()  # mid-stream
+time.sleep(0.3)
+code, out, _ = cli("ls")
+check("a disconnected client's process keeps running", f"{sid[:8]}/flood" in out and "running" in out, out)
+# Resume the session within its TTL and read what was retained.
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+f = s.makefile("rwb")
+send({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": {"clientName": "raw", "resumeSessionId": sid}})
+res = recv_id(3)
+check("resume within the TTL", res.get("result", {}).get("resumed") is True, json.dumps(res)[:300])
+send({"jsonrpc": "2.0", "method": "initialized"})
+send({"jsonrpc": "2.0", "id": 4, "method": "process/read", "params": {"processId": "flood", "afterSeq": 0}})
+rd = recv_id(4)
+text = b"".join(base64.b64decode(c["chunk"]) for c in rd["result"]["chunks"])
+check("read after resume", b"tick" in text, repr(text[:100]))
+s.close()
+
+code, out, err = cli("kill", pid_id)
+check("kill", code == 0, err)
+end = time.time() + 10
+while time.time() < end:
+    _, out, _ = cli("ls")
+    if "closed" in out.split(pid_id, 1)[-1].split("\n", 1)[0]:
+        break
+    time.sleep(0.1)
+check("killed process is closed", "closed" in out.split(pid_id, 1)[-1].split("\n", 1)[0], out)
+code, out, err = cli("send", "nope/none", "x")
+check("an unknown ID is a clear error", code != 0 and "no process" in err, err)
+
+# SIGTERM: everything ends, nothing is left running.
+flood_pid = None
+server.send_signal(signal.SIGTERM)
+try:
+    rc = server.wait(timeout=10)
+except subprocess.TimeoutExpired:
+    rc = None
+    server.kill()
+check("SIGTERM: the daemon exits 0", rc == 0, str(rc))
+left = subprocess.run(["pgrep", "-f", "while :; do echo tick"], capture_output=True).stdout.decode().strip()
+check("SIGTERM: nothing is left running", left == "", left)
+check("the socket is removed", not os.path.exists(sock))
+
+print(f"daemon: {passed} passed, {failed} failed")
+sys.exit(0 if failed == 0 else 1)

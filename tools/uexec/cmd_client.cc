@@ -1,0 +1,369 @@
+// cmd_client.cc: the daemon's CLI clients over its Unix socket.
+//
+//   uexec start [--tty] [--cwd DIR] -- CMD...   start a process in the daemon; prints its ID
+//   uexec ls [--all]                            processes (all sessions with --all)
+//   uexec send ID TEXT [--no-newline]           type TEXT (then Enter) into a process
+//   uexec kill ID [--signal S]                  terminate (escalating) or send one signal
+//   uexec logs ID [--follow]                    retained output; --follow streams until it ends
+//   uexec attach ID                             raw-mode terminal on a process: replay, live
+//                                               output, input, resize; Ctrl-] detaches
+//
+// An ID is what `uexec ls` prints: SESSION/PROCESS (a unique prefix of the session is
+// enough), or just PROCESS when no other session has one by that name.
+#include <poll.h>
+#include <signal.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "pty/pty_pair.h"
+#include "rpc/base64.h"
+#include "rpc/client.h"
+#include "rpc/unix_server.h"
+#include "tools/uexec/commands.h"
+
+extern char** environ;
+
+namespace uexec::cli {
+
+namespace {
+
+using rpc::json;
+
+struct Target {
+  std::string session, process;
+  bool tty = false;
+};
+
+std::optional<rpc::Client> connect(long ttl = 10000) {
+  const char* env = std::getenv("UEXEC_SOCKET");
+  std::string path = env && *env ? env : rpc::default_socket_path();
+  auto c = rpc::Client::connect_unix(path, ttl);
+  if (!c) {
+    std::fprintf(stderr, "uexec: %s\n", c.error().message().c_str());
+    return std::nullopt;
+  }
+  return std::move(c).value();
+}
+
+// Finds the process an ID names, from process/list {all:true}.
+std::optional<Target> resolve(rpc::Client& c, const std::string& id) {
+  auto list = c.call("process/list", {{"all", true}});
+  if (!list) {
+    std::fprintf(stderr, "uexec: %s\n", list.error().context.c_str());
+    return std::nullopt;
+  }
+  std::string sess_part, proc_part = id;
+  if (auto slash = id.find('/'); slash != std::string::npos) {
+    sess_part = id.substr(0, slash);
+    proc_part = id.substr(slash + 1);
+  }
+  std::vector<Target> hits;
+  for (const auto& p : (*list)["processes"]) {
+    std::string sid = p["sessionId"], pid = p["processId"];
+    if (pid != proc_part) continue;
+    if (!sess_part.empty() && sid.rfind(sess_part, 0) != 0) continue;
+    hits.push_back({sid, pid, p.value("tty", false)});
+  }
+  if (hits.size() == 1) return hits[0];
+  std::fprintf(stderr, hits.empty() ? "uexec: no process %s (see `uexec ls`)\n"
+                                    : "uexec: %s is ambiguous: name it as SESSION/PROCESS (see `uexec ls`)\n",
+               id.c_str());
+  return std::nullopt;
+}
+
+json addr(const Target& t) { return {{"processId", t.process}, {"sessionId", t.session}}; }
+
+void write_out(const std::string& bytes) {
+  std::size_t off = 0;
+  while (off < bytes.size()) {
+    ssize_t n = ::write(1, bytes.data() + off, bytes.size() - off);
+    if (n <= 0) return;
+    off += static_cast<std::size_t>(n);
+  }
+}
+
+int cmd_ls(const std::vector<std::string>& args) {
+  bool all = !args.empty() && args[0] == "--all";
+  auto c = connect();
+  if (!c) return kExitInternal;
+  auto list = c->call("process/list", {{"all", true}});
+  if (!list) {
+    std::fprintf(stderr, "uexec ls: %s\n", list.error().context.c_str());
+    return kExitInternal;
+  }
+  std::printf("%-24s %-8s %-8s %-5s %-6s %s\n", "ID", "PID", "STATE", "TTY", "EXIT", "COMMAND");
+  for (const auto& p : (*list)["processes"]) {
+    if (!all && p.value("clientName", "") == "uexec-cli-probe") continue;
+    std::string cmd;
+    for (const auto& a : p["argv"]) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
+    std::string id = p["sessionId"].get<std::string>().substr(0, 8) + "/" + p["processId"].get<std::string>();
+    std::string exit = p["exitCode"].is_null() ? "-" : std::to_string(p["exitCode"].get<int>());
+    std::printf("%-24s %-8d %-8s %-5s %-6s %s\n", id.c_str(), p.value("pid", 0), p.value("state", "?").c_str(),
+                p.value("tty", false) ? "yes" : "no", exit.c_str(), cmd.c_str());
+  }
+  return 0;
+}
+
+int cmd_start(const std::vector<std::string>& args) {
+  bool tty = false;
+  std::string cwd;
+  std::size_t i = 0;
+  for (; i < args.size(); ++i) {
+    if (args[i] == "--tty" || args[i] == "-t") tty = true;
+    else if (args[i] == "--cwd" && i + 1 < args.size()) cwd = args[++i];
+    else if (args[i] == "--") { ++i; break; }
+    else break;
+  }
+  std::vector<std::string> argv(args.begin() + static_cast<long>(i), args.end());
+  if (argv.empty()) {
+    std::fputs("usage: uexec start [--tty] [--cwd DIR] -- CMD [ARG...]\n", stderr);
+    return kExitUsage;
+  }
+  auto c = connect(-1);  // what we start keeps running after we disconnect
+  if (!c) return kExitInternal;
+  json env = json::object();
+  for (char** e = environ; e && *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  if (cwd.empty()) {
+    char buf[PATH_MAX];
+    cwd = ::getcwd(buf, sizeof buf) ? buf : "/";
+  }
+  std::string pid = fmt::format("p{}", ::getpid());
+  auto r = c->call("process/start", {{"processId", pid}, {"argv", argv}, {"cwd", cwd}, {"env", env}, {"tty", tty},
+                                     {"pipeStdin", !tty}, {"subscribe", false}});
+  if (!r) {
+    std::fprintf(stderr, "uexec start: %s\n", r.error().context.c_str());
+    return kExitCannotRun;
+  }
+  std::printf("%s/%s\n", c->session_id().substr(0, 8).c_str(), pid.c_str());
+  return 0;
+}
+
+int cmd_send(const std::vector<std::string>& args) {
+  bool newline = true;
+  std::vector<std::string> pos;
+  for (const auto& a : args) (a == "--no-newline" || a == "-n") ? void(newline = false) : pos.push_back(a);
+  if (pos.size() != 2) {
+    std::fputs("usage: uexec send ID TEXT [--no-newline]\n", stderr);
+    return kExitUsage;
+  }
+  auto c = connect();
+  if (!c) return kExitInternal;
+  auto t = resolve(*c, pos[0]);
+  if (!t) return 1;
+  std::string text = pos[1] + (newline ? (t->tty ? "\r" : "\n") : "");
+  json params = addr(*t);
+  params["chunk"] = rpc::base64_encode(text);
+  auto r = c->call("process/write", params);
+  if (!r || (*r)["status"] != "accepted") {
+    std::fprintf(stderr, "uexec send: %s\n", r ? ("not delivered: " + (*r)["status"].get<std::string>()).c_str()
+                                               : r.error().context.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+int cmd_kill(const std::vector<std::string>& args) {
+  std::string sig;
+  std::vector<std::string> pos;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if ((args[i] == "--signal" || args[i] == "-s") && i + 1 < args.size()) sig = args[++i];
+    else pos.push_back(args[i]);
+  }
+  if (pos.size() != 1) {
+    std::fputs("usage: uexec kill ID [--signal interrupt|terminate|kill|hangup|quit|suspend|continue]\n", stderr);
+    return kExitUsage;
+  }
+  auto c = connect();
+  if (!c) return kExitInternal;
+  auto t = resolve(*c, pos[0]);
+  if (!t) return 1;
+  json params = addr(*t);
+  base::Result<json> r = json();
+  if (sig.empty()) {
+    r = c->call("process/terminate", params);
+  } else {
+    params["signal"] = sig;
+    r = c->call("process/signal", params);
+  }
+  if (!r) {
+    std::fprintf(stderr, "uexec kill: %s\n", r.error().context.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+// Streams notifications for `t` to stdout until `closed`; returns the exit code (or -1).
+int stream(rpc::Client& c, const Target& t, bool stop_on_stdin) {
+  int code = -1;
+  for (;;) {
+    while (auto n = c.next_notification(0)) {
+      const json& p = (*n)["params"];
+      if (p.value("processId", "") != t.process) continue;
+      std::string m = (*n)["method"];
+      if (m == "process/output") {
+        if (auto bytes = rpc::base64_decode(p.value("chunk", ""))) write_out(*bytes);
+      } else if (m == "process/exited") {
+        code = p.value("exitCode", -1);
+      } else if (m == "process/closed") {
+        return code;
+      }
+    }
+    (void)stop_on_stdin;
+    if (!c.pump(-1)) return code;
+  }
+}
+
+int cmd_logs(const std::vector<std::string>& args) {
+  bool follow = false;
+  std::vector<std::string> pos;
+  for (const auto& a : args) (a == "--follow" || a == "-f") ? void(follow = true) : pos.push_back(a);
+  if (pos.size() != 1) {
+    std::fputs("usage: uexec logs ID [--follow]\n", stderr);
+    return kExitUsage;
+  }
+  auto c = connect();
+  if (!c) return kExitInternal;
+  auto t = resolve(*c, pos[0]);
+  if (!t) return 1;
+  if (follow) {
+    json params = addr(*t);
+    params["afterSeq"] = 0;  // replay what is retained, then live
+    if (auto r = c->call("process/subscribe", params); !r) {
+      std::fprintf(stderr, "uexec logs: %s\n", r.error().context.c_str());
+      return 1;
+    }
+    stream(*c, *t, false);
+    return 0;
+  }
+  json params = addr(*t);
+  params["afterSeq"] = 0;
+  auto r = c->call("process/read", params);
+  if (!r) {
+    std::fprintf(stderr, "uexec logs: %s\n", r.error().context.c_str());
+    return 1;
+  }
+  for (const auto& ch : (*r)["chunks"])
+    if (auto bytes = rpc::base64_decode(ch.value("chunk", ""))) write_out(*bytes);
+  if (!(*r)["omitted"].is_null())
+    std::fprintf(stderr, "uexec logs: %llu bytes in the middle were not retained\n",
+                 static_cast<unsigned long long>((*r)["omitted"].value("bytes", 0ull)));
+  return 0;
+}
+
+volatile sig_atomic_t g_winch = 0;
+
+int cmd_attach(const std::vector<std::string>& args) {
+  if (args.size() != 1) {
+    std::fputs("usage: uexec attach ID   (Ctrl-] detaches)\n", stderr);
+    return kExitUsage;
+  }
+  auto c = connect();
+  if (!c) return kExitInternal;
+  auto t = resolve(*c, args[0]);
+  if (!t) return 1;
+  json sub = addr(*t);
+  sub["afterSeq"] = 0;
+  if (auto r = c->call("process/subscribe", sub); !r) {
+    std::fprintf(stderr, "uexec attach: %s\n", r.error().context.c_str());
+    return 1;
+  }
+  bool is_tty = ::isatty(0) == 1;
+  termios saved{};
+  bool raw = false;
+  if (is_tty && ::tcgetattr(0, &saved) == 0) {
+    termios r = saved;
+    ::cfmakeraw(&r);
+    raw = ::tcsetattr(0, TCSADRAIN, &r) == 0;
+  }
+  auto resize = [&] {
+    if (!t->tty || !is_tty) return;
+    if (auto sz = pty::get_size(0)) {
+      json p = addr(*t);
+      p["rows"] = sz->rows;
+      p["cols"] = sz->cols;
+      (void)c->call("process/resize", p);
+    }
+  };
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_winch = 1; };
+  ::sigaction(SIGWINCH, &sa, nullptr);
+  resize();
+  if (is_tty) std::fprintf(stderr, "[attached to %s; Ctrl-] detaches]\r\n", args[0].c_str());
+  int code = -1;
+  bool done = false, detached = false;
+  while (!done) {
+    while (auto n = c->next_notification(0)) {
+      const json& p = (*n)["params"];
+      if (p.value("processId", "") != t->process) continue;
+      std::string m = (*n)["method"];
+      if (m == "process/output") {
+        if (auto bytes = rpc::base64_decode(p.value("chunk", ""))) write_out(*bytes);
+      } else if (m == "process/exited") {
+        code = p.value("exitCode", -1);
+      } else if (m == "process/closed") {
+        done = true;
+      }
+    }
+    if (done) break;
+    if (g_winch) {
+      g_winch = 0;
+      resize();
+    }
+    pollfd fds[2] = {{c->fd(), POLLIN, 0}, {0, POLLIN, 0}};
+    int rc = ::poll(fds, 2, 200);
+    if (rc < 0) continue;
+    if (fds[0].revents) {
+      if (!c->pump(0)) break;
+    }
+    if (fds[1].revents & (POLLIN | POLLHUP)) {
+      char buf[4096];
+      ssize_t n = ::read(0, buf, sizeof buf);
+      if (n <= 0) break;
+      std::string in(buf, static_cast<std::size_t>(n));
+      if (auto k = in.find('\x1d'); k != std::string::npos) {  // Ctrl-]
+        in.resize(k);
+        detached = true;
+      }
+      if (!in.empty()) {
+        json w = addr(*t);
+        w["chunk"] = rpc::base64_encode(in);
+        (void)c->call("process/write", w);
+      }
+      if (detached) break;
+    }
+  }
+  if (raw) ::tcsetattr(0, TCSADRAIN, &saved);
+  if (detached) {
+    std::fprintf(stderr, "\r\n[detached; the process keeps running]\n");
+    return 0;
+  }
+  if (code >= 0 && is_tty) std::fprintf(stderr, "\r\n[process exited with code %d]\n", code);
+  return code >= 0 ? code : 0;
+}
+
+}  // namespace
+
+int cmd_client(const std::string& cmd, const std::vector<std::string>& args) {
+  if (cmd == "ls") return cmd_ls(args);
+  if (cmd == "start") return cmd_start(args);
+  if (cmd == "send") return cmd_send(args);
+  if (cmd == "kill") return cmd_kill(args);
+  if (cmd == "logs") return cmd_logs(args);
+  if (cmd == "attach") return cmd_attach(args);
+  return kExitUsage;
+}
+
+}  // namespace uexec::cli
