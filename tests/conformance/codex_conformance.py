@@ -1,0 +1,789 @@
+#!/usr/bin/env python3
+"""Codex exec-server conformance client (protocol.md sections 1-3).
+
+Usage: codex_conformance.py SERVER_ARGV...
+  e.g. codex_conformance.py build/src/uexec exec-server --listen stdio
+       codex_conformance.py node_modules/.bin/codex exec-server --listen stdio
+
+Speaks only the Codex exec-server 0.169.0 subset (initialize, initialized, process/*, environment/info,
+environment/status) over NDJSON on the server's stdin/stdout and checks only behaviour that uexec and Codex share
+(protocol.md section 3 minus the deliberate differences of section 3.8). Extra result members are accepted.
+Responses are matched by id, because a server may put notifications between responses or answer out of order.
+
+Prints one line per failed check and a final line `conformance: N passed, M failed`; exits 1 on any failure.
+Standard library only (Python >= 3.8).
+"""
+
+import base64
+import json
+import os
+import re
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+
+OVERALL_BUDGET_S = 55.0
+T0 = time.monotonic()
+
+passed = 0
+failed = 0
+
+
+def check(cond, name, detail=""):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        msg = f"FAIL: {name}"
+        if detail:
+            msg += f" -- {detail}"
+        print(msg, flush=True)
+    return bool(cond)
+
+
+def short(obj, limit=400):
+    s = json.dumps(obj, sort_keys=True) if not isinstance(obj, str) else obj
+    return s if len(s) <= limit else s[:limit] + "..."
+
+
+def b64(data):
+    return base64.b64encode(data).decode("ascii")
+
+
+def unb64(s):
+    try:
+        return base64.b64decode(s, validate=True)
+    except Exception:
+        return None
+
+
+def tool(name):
+    path = shutil.which(name, path="/usr/bin:/bin")
+    if path is None:
+        print(f"conformance: required tool {name!r} not found", file=sys.stderr)
+        sys.exit(2)
+    return path
+
+
+SH = tool("sh")
+SLEEP = tool("sleep")
+HEAD = tool("head")
+ENV = tool("env")
+PWD = tool("pwd")
+TTY = tool("tty")
+CHILD_PATH = "/usr/bin:/bin"
+
+
+class Server:
+    """One NDJSON connection to a server child process on its stdin/stdout."""
+
+    def __init__(self, argv):
+        self.errlog = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errlog)
+        self.fd = self.proc.stdout.fileno()
+        self.buf = b""
+        self.eof = False
+        self.next_id = 1
+        self.responses = {}  # id (json-encoded) -> message
+        self.events = {}  # processId -> [(arrival index, method, params)]
+        self.arrival = 0
+        self.junk = []  # stdout lines that are not JSON-RPC messages
+
+    # --- transport -------------------------------------------------------------------------------------------
+    def send_line(self, raw):
+        try:
+            self.proc.stdin.write(raw.encode() + b"\n")
+            self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError, ValueError):
+            return False
+
+    def send(self, obj):
+        return self.send_line(json.dumps(obj, separators=(",", ":")))
+
+    def pump(self, timeout):
+        """Read whatever arrives within `timeout` seconds (at most one select wait)."""
+        if self.eof:
+            time.sleep(min(timeout, 0.05))
+            return
+        r, _, _ = select.select([self.fd], [], [], max(0.0, timeout))
+        if not r:
+            return
+        data = os.read(self.fd, 1 << 20)
+        if not data:
+            self.eof = True
+            return
+        self.buf += data
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            line = line.rstrip(b"\r")
+            if line.strip():
+                self._dispatch(line)
+
+    def _dispatch(self, line):
+        self.arrival += 1
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            self.junk.append(line[:200])
+            return
+        if not isinstance(msg, dict):
+            self.junk.append(line[:200])
+            return
+        if "method" in msg and "id" not in msg:
+            params = msg.get("params") or {}
+            pid = params.get("processId") if isinstance(params, dict) else None
+            self.events.setdefault(pid, []).append((self.arrival, msg["method"], params))
+        elif "id" in msg and ("result" in msg or "error" in msg):
+            key = json.dumps(msg["id"])
+            self.responses[key] = msg
+        else:
+            self.junk.append(line[:200])
+
+    def wait_until(self, pred, timeout):
+        deadline = time.monotonic() + timeout
+        while True:
+            if pred():
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0 or (self.eof and not self.buf):
+                return pred()
+            self.pump(min(left, 0.25))
+
+    # --- JSON-RPC ----------------------------------------------------------------------------------------------
+    def request_async(self, method, params=None, req_id=None):
+        if req_id is None:
+            req_id = self.next_id
+            self.next_id += 1
+        msg = {"id": req_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return req_id
+
+    def wait_response(self, req_id, timeout=5.0):
+        key = json.dumps(req_id)
+        self.wait_until(lambda: key in self.responses, timeout)
+        return self.responses.pop(key, None)
+
+    def request(self, method, params=None, timeout=5.0, req_id=None):
+        rid = self.request_async(method, params, req_id)
+        return self.wait_response(rid, timeout)
+
+    def notify(self, method, params=None):
+        msg = {"method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+
+    # --- process events ----------------------------------------------------------------------------------------
+    def evs(self, pid):
+        return self.events.get(pid, [])
+
+    def has_event(self, pid, method):
+        return any(m == method for _, m, _ in self.evs(pid))
+
+    def wait_event(self, pid, method, timeout=5.0):
+        return self.wait_until(lambda: self.has_event(pid, method), timeout)
+
+    def event(self, pid, method):
+        for _, m, p in self.evs(pid):
+            if m == method:
+                return p
+        return None
+
+    def output(self, pid, stream=None):
+        out = b""
+        for _, m, p in sorted(self.evs(pid), key=lambda e: e[2].get("seq", 0)):
+            if m == "process/output" and (stream is None or p.get("stream") == stream):
+                out += unb64(p.get("chunk", "")) or b""
+        return out
+
+    def stderr_tail(self):
+        try:
+            self.errlog.seek(0)
+            return self.errlog.read()[-2000:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+# --- helpers -------------------------------------------------------------------------------------------------------
+def result_of(name, resp):
+    """Return the result dict, or record a failure and return None."""
+    if resp is None:
+        check(False, name, "no response (timeout)")
+        return None
+    if "error" in resp:
+        check(False, name, f"unexpected error {short(resp['error'])}")
+        return None
+    res = resp.get("result")
+    if not check(isinstance(res, dict), name, f"result is not an object: {short(resp)}"):
+        return None
+    return res
+
+
+def expect_error(name, resp, code, message=None, contains=None, prefix=None):
+    if resp is None:
+        return check(False, name, "no response (timeout)")
+    err = resp.get("error")
+    if not isinstance(err, dict):
+        return check(False, name, f"expected error {code}, got {short(resp)}")
+    ok = err.get("code") == code and isinstance(err.get("message"), str)
+    msg = err.get("message", "")
+    if ok and message is not None:
+        ok = msg == message
+    if ok and contains is not None:
+        ok = contains in msg
+    if ok and prefix is not None:
+        ok = msg.startswith(prefix)
+    want = f"code {code}"
+    if message is not None:
+        want += f" message {message!r}"
+    if contains is not None:
+        want += f" message containing {contains!r}"
+    if prefix is not None:
+        want += f" message starting {prefix!r}"
+    return check(ok, name, f"expected {want}, got {short(err)}")
+
+
+def file_uri(path):
+    return "file://" + urllib.parse.quote(path)
+
+
+def start_params(pid, argv, env=None, cwd=None, tty=False, pipe_stdin=None):
+    params = {
+        "processId": pid,
+        "argv": argv,
+        "cwd": cwd or file_uri(tempfile.gettempdir()),
+        "env": {} if env is None else env,
+        "tty": tty,
+    }
+    if pipe_stdin is not None:
+        params["pipeStdin"] = pipe_stdin
+    return params
+
+
+def start(srv, name, pid, argv, **kw):
+    resp = srv.request("process/start", start_params(pid, argv, **kw))
+    res = result_of(f"{name}: process/start {pid}", resp)
+    if res is not None:
+        check(res.get("processId") == pid, f"{name}: start result processId", short(res))
+        check(isinstance(res.get("sandboxType"), str), f"{name}: start result sandboxType is a string", short(res))
+        # Not checked: uexec writes the start response before any notification of the process (protocol.md 1),
+        # but Codex 0.169.0 sometimes sends output/exited ahead of it.
+    return res
+
+
+def wait_done(srv, pid, timeout):
+    """Wait for both exited and closed of `pid`, then briefly collect stragglers."""
+    ok = srv.wait_until(lambda: srv.has_event(pid, "process/closed") and srv.has_event(pid, "process/exited"), timeout)
+    srv.pump(0.05)
+    return ok
+
+
+def check_event_stream(srv, name, pid, exit_code=None):
+    """Seq rules of protocol.md 3.6 for a process whose closed event has arrived."""
+    evs = srv.evs(pid)
+    seqs = [p.get("seq") for _, _, p in evs]
+    check(all(isinstance(s, int) for s in seqs), f"{name}: every notification has an integer seq", short(seqs))
+    if not all(isinstance(s, int) for s in seqs):
+        return None
+    # Output chunks reach the client in seq order. Codex 0.169.0 may send `exited` ahead of an output notification
+    # that has a lower seq, so the position of `exited` is not checked; `closed` is always last.
+    out_seqs = [p.get("seq") for _, m, p in evs if m == "process/output"]
+    check(out_seqs == sorted(out_seqs), f"{name}: output notifications arrive in seq order", str(seqs))
+    check(len(set(seqs)) == len(seqs), f"{name}: seqs are not reused", str(seqs))
+    check(sorted(seqs) == list(range(1, len(seqs) + 1)), f"{name}: seq is shared, starts at 1, no holes", str(seqs))
+    methods = [m for _, m, _ in evs]
+    check(methods.count("process/exited") == 1, f"{name}: exactly one process/exited", str(methods))
+    check(methods.count("process/closed") == 1, f"{name}: exactly one process/closed", str(methods))
+    check(bool(methods) and methods[-1] == "process/closed", f"{name}: process/closed is the last event", str(methods))
+    exited = srv.event(pid, "process/exited")
+    if exited is not None:
+        check(isinstance(exited.get("exitCode"), int), f"{name}: exited.exitCode is an int", short(exited))
+        check(exited.get("sandboxDenied") is False, f"{name}: exited.sandboxDenied is false", short(exited))
+        if exit_code is not None:
+            check(exited.get("exitCode") == exit_code, f"{name}: exitCode == {exit_code}", short(exited))
+    bad = [p for _, m, p in evs if m == "process/output"
+           and not (p.get("stream") in ("stdout", "stderr", "pty") and unb64(p.get("chunk", "")) is not None)]
+    check(not bad, f"{name}: every output has a stream and a base64 chunk", short(bad))
+    closed = srv.event(pid, "process/closed")
+    if closed is not None and seqs:
+        check(closed.get("seq") == max(seqs), f"{name}: closed has the highest seq", str(seqs))
+    return closed.get("seq") if closed else None
+
+
+def read_shape(name, res):
+    check(isinstance(res.get("chunks"), list), f"{name}: chunks is a list", short(res))
+    check(isinstance(res.get("nextSeq"), int), f"{name}: nextSeq is an int", short(res))
+    check(isinstance(res.get("exited"), bool), f"{name}: exited is a bool", short(res))
+    check("exitCode" in res and (res["exitCode"] is None or isinstance(res["exitCode"], int)),
+          f"{name}: exitCode is int|null", short(res))
+    check(isinstance(res.get("closed"), bool), f"{name}: closed is a bool", short(res))
+    check("failure" in res and (res["failure"] is None or isinstance(res["failure"], str)),
+          f"{name}: failure is string|null", short(res))
+    check(isinstance(res.get("sandboxDenied"), bool), f"{name}: sandboxDenied is a bool", short(res))
+    chunks = res.get("chunks") if isinstance(res.get("chunks"), list) else []
+    bad = [c for c in chunks if not (isinstance(c, dict) and isinstance(c.get("seq"), int)
+                                     and c.get("stream") in ("stdout", "stderr", "pty")
+                                     and unb64(c.get("chunk", "")) is not None)]
+    check(not bad, f"{name}: every chunk has seq, stream and a base64 chunk", short(bad))
+    seqs = [c.get("seq") for c in chunks if isinstance(c, dict)]
+    check(seqs == sorted(seqs), f"{name}: chunks in seq order", str(seqs))
+    return chunks
+
+
+def output_triples(srv, pid):
+    return [(p["seq"], p["stream"], p["chunk"]) for _, m, p in sorted(srv.evs(pid), key=lambda e: e[2].get("seq", 0))
+            if m == "process/output"]
+
+
+def chunk_triples(chunks):
+    return [(c.get("seq"), c.get("stream"), c.get("chunk")) for c in chunks]
+
+
+# --- test sections ------------------------------------------------------------------------------------------------
+def test_handshake(srv):
+    n = "handshake"
+    r = srv.request("environment/status", {})
+    expect_error(f"{n}: environment/status before initialize", r, -32600,
+                 message="client must call initialize before using environment status methods")
+    r = srv.request("environment/info", {})
+    expect_error(f"{n}: environment/info before initialize", r, -32600)
+    r = srv.request("process/read", {"processId": "gate"})
+    expect_error(f"{n}: process/read before initialize", r, -32600,
+                 message="client must call initialize before using exec methods")
+    r = srv.request("process/start", start_params("gate", [SH, "-c", "exit 0"]))
+    expect_error(f"{n}: process/start before initialize", r, -32600,
+                 message="client must call initialize before using exec methods")
+
+    r = srv.request("initialize", {"clientName": "codex-conformance"}, req_id="init-1")
+    check(r is not None and r.get("id") == "init-1", f"{n}: string id echoed exactly", short(r))
+    res = result_of(f"{n}: initialize", r)
+    info = None
+    if res is not None:
+        check(isinstance(res.get("sessionId"), str) and res["sessionId"], f"{n}: initialize.sessionId", short(res))
+        info = res.get("environmentInfo")
+        check(isinstance(info, dict), f"{n}: initialize.environmentInfo is an object", short(res))
+
+    r = srv.request("process/read", {"processId": "gate"})
+    expect_error(f"{n}: process/read before initialized", r, -32600,
+                 message="client must send initialized before using exec methods")
+    r = srv.request("initialize", {"clientName": "codex-conformance"})
+    expect_error(f"{n}: second initialize before initialized", r, -32600,
+                 message="initialize may only be sent once per connection")
+    srv.notify("initialized", {})
+    r = srv.request("initialize", {"clientName": "codex-conformance"})
+    expect_error(f"{n}: second initialize after initialized", r, -32600,
+                 message="initialize may only be sent once per connection")
+    r = srv.request("process/read", {"processId": "gate"})
+    expect_error(f"{n}: gate opens after initialized (unknown process)", r, -32600,
+                 message="unknown process id gate")
+    return info
+
+
+def test_environment(srv, init_info):
+    n = "environment"
+    info = result_of(f"{n}: environment/info", srv.request("environment/info", {}))
+    if info is not None:
+        shell = info.get("shell")
+        check(isinstance(shell, dict) and isinstance(shell.get("name"), str) and isinstance(shell.get("path"), str),
+              f"{n}: shell {{name, path}}", short(info))
+        check(info.get("executorVersion") == "0.169.0", f"{n}: executorVersion 0.169.0", short(info))
+        check(isinstance(info.get("providerId"), str) and info["providerId"].startswith("sha256:"),
+              f"{n}: providerId sha256:<hex>", short(info))
+        for key in ("cwd", "userHomeDir", "tempDir"):
+            check(isinstance(info.get(key), str) and info[key].startswith("file://"), f"{n}: {key} is a file URI",
+                  short(info))
+        check(info.get("platformOs") == "linux", f"{n}: platformOs linux", short(info))
+        for key in ("prependPathDirs", "temporaryDirectories"):
+            v = info.get(key)
+            check(isinstance(v, list) and all(isinstance(x, str) and x.startswith("file://") for x in v),
+                  f"{n}: {key} is a list of file URIs", short(info))
+        caps = info.get("capabilities")
+        check(isinstance(caps, dict) and all(isinstance(v, bool) for v in caps.values()),
+              f"{n}: capabilities is an object of booleans", short(info))
+        if isinstance(init_info, dict):
+            same = all(init_info.get(k) == info.get(k) for k in ("executorVersion", "platformOs", "providerId", "cwd"))
+            check(same, f"{n}: initialize.environmentInfo matches environment/info", short(init_info))
+    st = result_of(f"{n}: environment/status", srv.request("environment/status", {}))
+    if st is not None:
+        check(st.get("status") == "ready", f"{n}: status ready", short(st))
+    # Missing params means {}.
+    st = result_of(f"{n}: environment/status without params", srv.request("environment/status"))
+    if st is not None:
+        check(st.get("status") == "ready", f"{n}: status ready (no params)", short(st))
+
+
+def test_pipes_and_read(srv):
+    n = "pipes"
+    pid = "pipes-1"
+    start(srv, n, pid, [SH, "-c", "echo out; echo err >&2; exit 3"], env={"PATH": CHILD_PATH})
+    if not check(wait_done(srv, pid, 5), f"{n}: exited and closed arrive"):
+        return
+    srv.pump(0.2)
+    closed_seq = check_event_stream(srv, n, pid, exit_code=3)
+    check(srv.output(pid, "stdout") == b"out\n", f"{n}: stdout bytes", repr(srv.output(pid, "stdout")))
+    check(srv.output(pid, "stderr") == b"err\n", f"{n}: stderr bytes", repr(srv.output(pid, "stderr")))
+    triples = output_triples(srv, pid)
+
+    res = result_of(f"{n}: read afterSeq 0", srv.request("process/read", {"processId": pid, "afterSeq": 0}))
+    if res is not None:
+        chunks = read_shape(f"{n}: read afterSeq 0", res)
+        check(chunk_triples(chunks) == triples, f"{n}: read returns the notified chunks",
+              f"{chunk_triples(chunks)} vs {triples}")
+        check(res.get("exited") is True and res.get("exitCode") == 3 and res.get("closed") is True,
+              f"{n}: read exited/exitCode/closed", short(res))
+        check(res.get("failure") is None and res.get("sandboxDenied") is False, f"{n}: read failure/sandboxDenied",
+              short(res))
+        if closed_seq is not None:
+            check(res.get("nextSeq") == closed_seq + 1, f"{n}: nextSeq counts exited/closed",
+                  f"nextSeq {res.get('nextSeq')} closed seq {closed_seq}")
+    res = result_of(f"{n}: read without afterSeq", srv.request("process/read", {"processId": pid}))
+    if res is not None:
+        check(chunk_triples(res.get("chunks", [])) == triples, f"{n}: afterSeq defaults to 0", short(res))
+    if triples:
+        first = triples[0][0]
+        res = result_of(f"{n}: read afterSeq first", srv.request("process/read", {"processId": pid, "afterSeq": first}))
+        if res is not None:
+            check(chunk_triples(res.get("chunks", [])) == [t for t in triples if t[0] > first],
+                  f"{n}: read afterSeq={first} returns only later chunks", short(res))
+    if closed_seq is not None:
+        res = result_of(f"{n}: read afterSeq last",
+                        srv.request("process/read", {"processId": pid, "afterSeq": closed_seq}))
+        if res is not None:
+            read_shape(f"{n}: read afterSeq last", res)
+            check(res.get("chunks") == [] and res.get("nextSeq") == closed_seq + 1,
+                  f"{n}: read afterSeq=<last seen> is empty with the same nextSeq", short(res))
+
+    # Write to an exited process that had no stdin pipe.
+    r = result_of(f"{n}: write to exited process",
+                  srv.request("process/write", {"processId": pid, "chunk": b64(b"x\n"), "writeId": "late-1"}))
+    if r is not None:
+        check(r.get("status") == "stdinClosed", f"{n}: write to exited process -> stdinClosed", short(r))
+    # Duplicate processId (the retained, closed process still owns the id).
+    r = srv.request("process/start", start_params(pid, [SH, "-c", "exit 0"]))
+    expect_error(f"{n}: duplicate processId", r, -32600, message=f"process {pid} already exists")
+    # Terminate after exit.
+    r = result_of(f"{n}: terminate exited process", srv.request("process/terminate", {"processId": pid}))
+    if r is not None:
+        check(r.get("running") is False, f"{n}: terminate after exit -> running false", short(r))
+
+
+def test_max_bytes(srv):
+    n = "maxBytes"
+    pid = "chunks-1"
+    start(srv, n, pid, [SH, "-c", "printf a; sleep 0.3; printf bb; sleep 0.3; printf ccc"], env={"PATH": CHILD_PATH})
+    if not check(wait_done(srv, pid, 5), f"{n}: exited and closed arrive"):
+        return
+    closed_seq = check_event_stream(srv, n, pid, exit_code=0)
+    triples = output_triples(srv, pid)
+    check(srv.output(pid) == b"abbccc", f"{n}: output bytes", repr(srv.output(pid)))
+    if not check(len(triples) >= 2, f"{n}: several output chunks", str(triples)):
+        return
+    res = result_of(f"{n}: read maxBytes 1",
+                    srv.request("process/read", {"processId": pid, "afterSeq": 0, "maxBytes": 1}))
+    if res is None:
+        return
+    chunks = read_shape(f"{n}: read maxBytes 1", res)
+    check(chunk_triples(chunks) == triples[:1], f"{n}: maxBytes 1 returns exactly one whole chunk",
+          f"{chunk_triples(chunks)} vs {triples[:1]}")
+    check(res.get("nextSeq") == triples[0][0] + 1, f"{n}: nextSeq is last returned seq + 1 when chunks were left out",
+          short(res))
+    nxt = res.get("nextSeq")
+    if isinstance(nxt, int):
+        res = result_of(f"{n}: read afterSeq nextSeq-1",
+                        srv.request("process/read", {"processId": pid, "afterSeq": nxt - 1}))
+        if res is not None:
+            check(chunk_triples(res.get("chunks", [])) == triples[1:], f"{n}: afterSeq=nextSeq-1 returns exactly the rest",
+                  short(res))
+            if closed_seq is not None:
+                check(res.get("nextSeq") == closed_seq + 1, f"{n}: final nextSeq", short(res))
+
+
+def test_long_poll(srv):
+    n = "waitMs"
+    pid = "late-1"
+    start(srv, n, pid, [SH, "-c", "sleep 0.7; echo late; sleep 3"], env={"PATH": CHILD_PATH})
+    t = time.monotonic()
+    res = result_of(f"{n}: quiet long poll", srv.request("process/read",
+                                                          {"processId": pid, "afterSeq": 0, "waitMs": 250}))
+    dt = time.monotonic() - t
+    if res is not None:
+        check(res.get("chunks") == [] and res.get("exited") is False and res.get("closed") is False,
+              f"{n}: quiet long poll times out empty", short(res))
+        check(res.get("nextSeq") == 1, f"{n}: nextSeq 1 before any event", short(res))
+        check(0.2 <= dt < 0.7, f"{n}: quiet long poll honours waitMs", f"{dt:.3f}s")
+    t = time.monotonic()
+    res = result_of(f"{n}: long poll", srv.request("process/read", {"processId": pid, "afterSeq": 0, "waitMs": 8000},
+                                                   timeout=10))
+    dt = time.monotonic() - t
+    if res is not None:
+        data = b"".join(unb64(c.get("chunk", "")) or b"" for c in res.get("chunks", []))
+        check(b"late" in data and res.get("exited") is False, f"{n}: long poll returns the output", short(res))
+        check(dt < 2.5, f"{n}: long poll returns when output arrives, not at timeout or exit", f"{dt:.3f}s")
+    r = result_of(f"{n}: terminate", srv.request("process/terminate", {"processId": pid}))
+    if r is not None:
+        check(r.get("running") is True, f"{n}: terminate running process -> running true", short(r))
+    check(wait_done(srv, pid, 5), f"{n}: closed after terminate")
+
+
+def test_write(srv):
+    n = "write"
+    pid = "stdin-1"
+    start(srv, n, pid, [HEAD, "-n", "2"], env={}, pipe_stdin=True)
+    line1 = b"\xfb\xff-1\n"  # base64 "+/8tMQo=": standard alphabet with + and /
+    check(b64(line1) == "+/8tMQo=", f"{n}: test vector")
+    r = result_of(f"{n}: write w1", srv.request("process/write",
+                                                 {"processId": pid, "chunk": b64(line1), "writeId": "w1"}))
+    if r is not None:
+        check(r.get("status") == "accepted", f"{n}: write -> accepted", short(r))
+    r = result_of(f"{n}: repeated w1", srv.request("process/write",
+                                                    {"processId": pid, "chunk": b64(line1), "writeId": "w1"}))
+    if r is not None:
+        check(r.get("status") == "accepted", f"{n}: repeated writeId gets the first status", short(r))
+    r = result_of(f"{n}: write w2", srv.request("process/write",
+                                                 {"processId": pid, "chunk": b64(b"two\n"), "writeId": "w2"}))
+    if r is not None:
+        check(r.get("status") == "accepted", f"{n}: second writeId -> accepted", short(r))
+    if check(wait_done(srv, pid, 5), f"{n}: exited and closed arrive"):
+        check_event_stream(srv, n, pid, exit_code=0)
+        out = srv.output(pid, "stdout")
+        check(out == line1 + b"two\n", f"{n}: repeated writeId wrote once, base64 decoded",
+              f"got {out!r}, want {line1 + b'two' + bytes([10])!r}")
+
+    r = result_of(f"{n}: write unknown", srv.request("process/write",
+                                                      {"processId": "no-such-proc", "chunk": b64(b"x"),
+                                                       "writeId": "u1"}))
+    if r is not None:
+        check(r.get("status") == "unknownProcess", f"{n}: write to unknown -> unknownProcess", short(r))
+
+    # A running process whose stdin is not a pipe.
+    pid2 = "nostdin-1"
+    start(srv, n, pid2, [SLEEP, "30"], env={})
+    r = result_of(f"{n}: write without pipeStdin", srv.request("process/write",
+                                                               {"processId": pid2, "chunk": b64(b"x\n"),
+                                                                "writeId": "n1"}))
+    if r is not None:
+        check(r.get("status") == "stdinClosed", f"{n}: write without pipeStdin -> stdinClosed", short(r))
+    r = srv.request("process/write", {"processId": pid2, "chunk": "!!not base64", "writeId": "n2"})
+    expect_error(f"{n}: undecodable base64", r, -32602)
+    srv.request("process/terminate", {"processId": pid2})
+    check(wait_done(srv, pid2, 5), f"{n}: cleanup closed")
+
+
+def test_signal_terminate(srv):
+    n = "signal"
+    pid = "sig-1"
+    start(srv, n, pid, [SLEEP, "30"], env={})
+    r = result_of(f"{n}: interrupt", srv.request("process/signal", {"processId": pid, "signal": "interrupt"}))
+    if check(wait_done(srv, pid, 5), f"{n}: closed after interrupt"):
+        check_event_stream(srv, n, pid, exit_code=130)
+    r = srv.request("process/signal", {"processId": pid, "signal": "no-such-signal"})
+    expect_error(f"{n}: unknown signal name", r, -32602, prefix="unknown variant")
+
+    n = "terminate"
+    pid = "term-1"
+    start(srv, n, pid, [SLEEP, "30"], env={})
+    t = time.monotonic()
+    r = result_of(f"{n}: terminate", srv.request("process/terminate", {"processId": pid}))
+    if r is not None:
+        check(r.get("running") is True, f"{n}: running true while running", short(r))
+    # Codex kills at once; uexec sends TERM, then KILL after 1 s. Either way the exit is reported soon.
+    check(srv.wait_event(pid, "process/exited", 4), f"{n}: exited notification", f"{time.monotonic() - t:.2f}s")
+    ex = srv.event(pid, "process/exited")
+    if ex is not None:
+        check(ex.get("exitCode") in (128 + 9, 128 + 15), f"{n}: exitCode is 137 or 143", short(ex))
+    if check(wait_done(srv, pid, 3), f"{n}: closed after terminate"):
+        check_event_stream(srv, n, pid)
+    r = result_of(f"{n}: terminate again", srv.request("process/terminate", {"processId": pid}))
+    if r is not None:
+        check(r.get("running") is False, f"{n}: running false after exit", short(r))
+    r = result_of(f"{n}: terminate unknown", srv.request("process/terminate", {"processId": "no-such-proc"}))
+    if r is not None:
+        check(r.get("running") is False, f"{n}: running false for unknown process", short(r))
+
+
+def test_env_cwd(srv):
+    n = "env"
+    pid = "env-1"
+    env = {"FOO": "bar baz", "CONFORMANCE_X": "1=2", "EMPTY": ""}
+    start(srv, n, pid, [ENV], env=env)
+    if check(wait_done(srv, pid, 5), f"{n}: exited and closed arrive"):
+        check_event_stream(srv, n, pid, exit_code=0)
+        lines = sorted(srv.output(pid, "stdout").decode("utf-8", "replace").splitlines())
+        want = sorted(f"{k}={v}" for k, v in env.items())
+        check(lines == want, f"{n}: child environment is exactly env", f"got {lines}, want {want}")
+
+    n = "cwd"
+    pid = "cwd-1"
+    d = tempfile.mkdtemp(prefix="codex conf ")
+    try:
+        real = os.path.realpath(d)
+        uri = file_uri(real)
+        check("%20" in uri, f"{n}: URI is percent-encoded", uri)
+        start(srv, n, pid, [PWD], env={}, cwd=uri)
+        if check(wait_done(srv, pid, 5), f"{n}: exited and closed arrive"):
+            check_event_stream(srv, n, pid, exit_code=0)
+            out = srv.output(pid, "stdout")
+            check(out == real.encode() + b"\n", f"{n}: child runs in the decoded file:// cwd", f"{out!r} vs {real!r}")
+    finally:
+        os.rmdir(d)
+
+
+def test_tty(srv):
+    n = "tty"
+    pid = "tty-1"
+    start(srv, n, pid, [TTY], env={}, tty=True)
+    if check(wait_done(srv, pid, 5), f"{n}: exited and closed arrive"):
+        check_event_stream(srv, n, pid, exit_code=0)
+        streams = {p.get("stream") for _, m, p in srv.evs(pid) if m == "process/output"}
+        check(streams == {"pty"}, f"{n}: stream is pty", str(streams))
+        out = srv.output(pid)
+        check(re.fullmatch(rb"/dev/pts/\d+\r?\n", out) is not None, f"{n}: tty prints /dev/pts/N", repr(out))
+
+    pid = "tty-2"
+    start(srv, n, pid, [HEAD, "-n", "1"], env={}, tty=True)
+    r = result_of(f"{n}: write", srv.request("process/write",
+                                              {"processId": pid, "chunk": b64(b"hello-tty\n"), "writeId": "t1"}))
+    if r is not None:
+        check(r.get("status") == "accepted", f"{n}: write -> accepted", short(r))
+    if check(wait_done(srv, pid, 5), f"{n}: exited and closed arrive (head)"):
+        check_event_stream(srv, n, pid, exit_code=0)
+        out = srv.output(pid)
+        check(out.count(b"hello-tty") >= 2, f"{n}: output holds the terminal echo and the program output", repr(out))
+        check(b"\r\n" in out, f"{n}: pty translates newlines", repr(out))
+
+    # A tty child that closes its stdio before it exits (as `head` does) must keep its own exit status: the server
+    # must not hang up the terminal (SIGHUP) while the child is still alive (protocol.md 3.6: closed, and then the
+    # closing of the fds, come after exited).
+    pid = "tty-3"
+    start(srv, n, pid, [SH, "-c", "echo ready; exec 0<&- 1>&- 2>&-; sleep 0.3; exit 7"], env={}, tty=True)
+    if check(wait_done(srv, pid, 5), f"{n}: exited and closed arrive (closed stdio)"):
+        check_event_stream(srv, n + " (closed stdio)", pid, exit_code=7)
+        check(srv.output(pid) == b"ready\r\n", f"{n}: output before closing stdio", repr(srv.output(pid)))
+
+
+def test_errors(srv):
+    n = "errors"
+    r = srv.request("process/start", start_params("enoent-1", ["/nonexistent"], env={}))
+    expect_error(f"{n}: spawn /nonexistent", r, -32603, message="No such file or directory (os error 2)")
+    r = srv.request("process/read", {"processId": "enoent-1"})
+    expect_error(f"{n}: failed spawn leaves no process", r, -32600, message="unknown process id enoent-1")
+    r = srv.request("process/start", start_params("empty-1", [], env={}))
+    expect_error(f"{n}: empty argv", r, -32602, message="argv must not be empty")
+    p = start_params("x", [SH, "-c", "exit 0"])
+    del p["processId"]
+    r = srv.request("process/start", p)
+    expect_error(f"{n}: missing processId", r, -32602, contains="missing field `processId`")
+    r = srv.request("process/read", {"processId": "no-such-proc"})
+    expect_error(f"{n}: read unknown process", r, -32600, message="unknown process id no-such-proc")
+    r = srv.request("conformance/noSuchMethod", {})
+    expect_error(f"{n}: unknown method", r, -32601)
+
+    srv.send_line('{"id": 4242, "method": "environment/status", "params": {')
+    key = json.dumps(-1)
+    srv.wait_until(lambda: key in srv.responses or json.dumps(None) in srv.responses, 5)
+    r = srv.responses.pop(key, None) or srv.responses.pop(json.dumps(None), None)
+    expect_error(f"{n}: malformed JSON", r, -32600)
+    if r is not None:
+        check(r.get("id") == -1, f"{n}: malformed JSON reply has id -1", short(r))
+    check(json.dumps(4242) not in srv.responses, f"{n}: malformed JSON is not executed")
+    srv.send_line("[1,2]")
+    srv.wait_until(lambda: key in srv.responses, 5)
+    r = srv.responses.pop(key, None)
+    expect_error(f"{n}: non-object message", r, -32600)
+    srv.send_line("")  # blank line is ignored
+    st = result_of(f"{n}: server keeps serving after bad input", srv.request("environment/status", {}))
+    if st is not None:
+        check(st.get("status") == "ready", f"{n}: status ready after bad input", short(st))
+
+
+def test_stdin_eof(srv):
+    n = "eof"
+    pid = "eof-sleep"
+    start(srv, n, pid, [SH, "-c", "echo $$; exec sleep 60"], env={"PATH": CHILD_PATH})
+    srv.wait_until(lambda: b"\n" in srv.output(pid), 5)
+    out = srv.output(pid).strip()
+    child = int(out) if out.isdigit() else None
+    check(child is not None, f"{n}: child reported its pid", repr(out))
+    try:
+        srv.proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        rc = srv.proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        rc = None
+    check(rc == 0, f"{n}: server exits 0 on stdin EOF", f"rc={rc}")
+    if child is not None:
+        def gone():
+            try:
+                with open(f"/proc/{child}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+                return state in ("Z", "X")
+            except (FileNotFoundError, ProcessLookupError, IndexError):
+                return True
+
+        deadline = time.monotonic() + 3
+        while not gone() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        check(gone(), f"{n}: running child (pid {child}) is gone after server exit")
+        if not gone():
+            try:
+                os.kill(child, 9)
+            except OSError:
+                pass
+
+
+def main(argv):
+    if not argv:
+        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        return 2
+    try:
+        srv = Server(argv)
+    except OSError as e:
+        check(False, "server starts", f"{argv[0]}: {e}")
+        print(f"conformance: {passed} passed, {failed} failed", flush=True)
+        return 1
+    sections = [test_handshake, test_environment, test_pipes_and_read, test_max_bytes, test_long_poll, test_write,
+                test_signal_terminate, test_env_cwd, test_tty, test_errors]
+    init_info = None
+    try:
+        for fn in sections:
+            if time.monotonic() - T0 > OVERALL_BUDGET_S:
+                check(False, f"{fn.__name__}: skipped, overall time budget exceeded")
+                continue
+            if srv.eof:
+                check(False, f"{fn.__name__}: skipped, server closed its stdout", srv.stderr_tail())
+                continue
+            if fn is test_handshake:
+                init_info = fn(srv)
+            elif fn is test_environment:
+                fn(srv, init_info)
+            else:
+                fn(srv)
+        srv.pump(0.1)
+        check(not srv.junk, "stdout carries only JSON-RPC messages", short([j.decode("utf-8", "replace")
+                                                                           for j in srv.junk]))
+        leftover = [k for k in srv.responses]
+        check(not leftover, "no unexpected responses", str(leftover))
+        if not srv.eof:
+            test_stdin_eof(srv)
+        else:
+            check(False, "eof: skipped, server closed its stdout", srv.stderr_tail())
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+            srv.proc.wait()
+    print(f"conformance: {passed} passed, {failed} failed", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

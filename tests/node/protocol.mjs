@@ -1,0 +1,320 @@
+// protocol.mjs UEXEC: the native JSON-RPC protocol over its three real transports: a stdio
+// pipe (`uexec exec-server --listen stdio`), the daemon's Unix socket and its WebSocket
+// (`uexec serve`), and WebSocket on `uexec exec-server --listen ws://`. The same checks run
+// on each; the daemon-only ones (two clients, slow clients, disconnect and resume) run on
+// the socket and on WebSocket.
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import fs from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import WebSocket from "ws";
+
+const uexec = process.argv[2];
+let passed = 0, failed = 0;
+function check(name, ok, detail = "") {
+  if (ok) passed++;
+  else { failed++; console.log(`FAIL: ${name} ${detail}`); }
+}
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const b64 = (s) => Buffer.from(s).toString("base64");
+const unb64 = (s) => Buffer.from(s, "base64").toString();
+
+// One JSON-RPC peer over any transport: send(obj|string), request(method, params), and a
+// record of every notification.
+class Peer {
+  constructor(name) { this.name = name; this.nextId = 1; this.pending = new Map(); this.notes = []; this.waiters = []; }
+  onMessage(text) {
+    let m;
+    try { m = JSON.parse(text); } catch { return; }
+    if (m.method) {
+      this.notes.push(m);
+      for (const w of this.waiters.splice(0)) w();
+    } else if (this.pending.has(m.id)) {
+      this.pending.get(m.id)(m);
+      this.pending.delete(m.id);
+    } else {
+      this.orphans = (this.orphans ?? []).concat([m]);
+      for (const w of this.waiters.splice(0)) w();
+    }
+  }
+  request(method, params = {}, timeout = 10000) {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const t = setTimeout(() => { this.pending.delete(id); reject(new Error(`${this.name}: ${method} timed out`)); }, timeout);
+      this.pending.set(id, (m) => { clearTimeout(t); resolve(m); });
+      this.send({ jsonrpc: "2.0", id, method, params });
+    });
+  }
+  async until(pred, timeout = 10000) {
+    const end = Date.now() + timeout;
+    while (!pred()) {
+      if (Date.now() > end) return false;
+      await new Promise((r) => { this.waiters.push(r); setTimeout(r, 50); });
+    }
+    return true;
+  }
+  outputOf(pid) {
+    return this.notes.filter((n) => n.method === "process/output" && n.params.processId === pid)
+      .map((n) => unb64(n.params.chunk)).join("");
+  }
+  eventsOf(pid) { return this.notes.filter((n) => n.params?.processId === pid); }
+  async init(extra = {}) {
+    const r = await this.request("initialize", { clientName: "protocol-test", ...extra });
+    this.send({ jsonrpc: "2.0", method: "initialized", params: {} });
+    return r;
+  }
+}
+
+class StdioPeer extends Peer {
+  constructor() {
+    super("stdio");
+    this.child = spawn(uexec, ["exec-server", "--listen", "stdio"], { stdio: ["pipe", "pipe", "inherit"] });
+    let buf = "";
+    this.child.stdout.on("data", (d) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) { this.onMessage(buf.slice(0, i)); buf = buf.slice(i + 1); }
+    });
+  }
+  send(o) { this.child.stdin.write((typeof o === "string" ? o : JSON.stringify(o)) + "\n"); }
+  async close() { this.child.stdin.end(); await once(this.child, "exit"); }
+}
+
+class UnixPeer extends Peer {
+  constructor(sock) {
+    super("unix");
+    this.sock = net.createConnection(sock);
+    let buf = "";
+    this.sock.on("data", (d) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf("\n")) >= 0) { this.onMessage(buf.slice(0, i)); buf = buf.slice(i + 1); }
+    });
+    this.sock.on("error", () => {});
+  }
+  async open() { if (this.sock.connecting) await once(this.sock, "connect"); }
+  send(o) { this.sock.write((typeof o === "string" ? o : JSON.stringify(o)) + "\n"); }
+  async close() { this.sock.end(); }
+}
+
+class WsPeer extends Peer {
+  constructor(url, token, opts = {}) {
+    super("ws");
+    this.ws = new WebSocket(url, opts.protocols ?? [], { headers: token ? { Authorization: `Bearer ${token}` } : {}, ...opts.ws });
+    this.ws.on("message", (d, isBinary) => this.onMessage(d.toString()));
+    this.ws.on("error", () => {});
+  }
+  async open() {
+    if (this.ws.readyState === WebSocket.OPEN) return true;
+    try {
+      await Promise.race([once(this.ws, "open"), once(this.ws, "unexpected-response").then(() => { throw new Error("refused"); }),
+                          once(this.ws, "close").then(() => { throw new Error("closed"); })]);
+      return true;
+    } catch { return false; }
+  }
+  send(o) { this.ws.send(typeof o === "string" ? o : JSON.stringify(o)); }
+  async close() { this.ws.close(); }
+}
+
+// ---- the checks every transport must pass --------------------------------------------------
+async function common(label, p) {
+  const c = (n, ok, d) => check(`[${label}] ${n}`, ok, d);
+  const early = await p.request("process/list", {});
+  c("gate: requests before initialize", early.error?.code === -32600, JSON.stringify(early));
+  const init = await p.init();
+  c("initialize", typeof init.result?.sessionId === "string", JSON.stringify(init).slice(0, 200));
+  const again = await p.request("initialize", { clientName: "x" });
+  c("second initialize", again.error?.code === -32600, JSON.stringify(again));
+
+  // seq order, exited before trailing output, closed last
+  let r = await p.request("process/start", { processId: "late", argv: ["/bin/sh", "-c", "echo first; (sleep 0.3; echo late) & exit 3"], cwd: "file:///tmp", env: { PATH: "/usr/bin:/bin" }, tty: false });
+  c("start", r.result?.processId === "late", JSON.stringify(r));
+  await p.until(() => p.eventsOf("late").some((n) => n.method === "process/closed"), 8000);
+  const ev = p.eventsOf("late");
+  const seqs = ev.map((n) => n.params.seq);
+  c("seq strictly increasing from 1", seqs[0] === 1 && seqs.every((s, i) => i === 0 || s === seqs[i - 1] + 1), JSON.stringify(seqs));
+  const kinds = ev.map((n) => n.method.split("/")[1]);
+  c("closed is last", kinds[kinds.length - 1] === "closed", kinds.join(","));
+  const exIdx = kinds.indexOf("exited"), lateIdx = ev.findIndex((n) => n.method === "process/output" && unb64(n.params.chunk).includes("late"));
+  c("exited comes before trailing output", exIdx >= 0 && lateIdx > exIdx, kinds.join(","));
+  c("exit code", ev[exIdx]?.params.exitCode === 3, JSON.stringify(ev[exIdx]));
+
+  // read replay with afterSeq and maxBytes
+  r = await p.request("process/start", { processId: "many", argv: ["/bin/sh", "-c", "for i in 1 2 3 4 5; do echo line$i; sleep 0.02; done"], cwd: "file:///tmp", env: { PATH: "/usr/bin:/bin" } });
+  await p.until(() => p.eventsOf("many").some((n) => n.method === "process/closed"), 8000);
+  r = await p.request("process/read", { processId: "many", afterSeq: 0 });
+  const all = r.result.chunks.map((x) => unb64(x.chunk)).join("");
+  c("read replays everything", all === "line1\nline2\nline3\nline4\nline5\n", JSON.stringify(all));
+  const first = r.result.chunks[0].seq;
+  r = await p.request("process/read", { processId: "many", afterSeq: first, maxBytes: 1 });
+  c("maxBytes 1 returns one whole chunk", r.result.chunks.length === 1 && r.result.chunks[0].seq > first, JSON.stringify(r.result));
+  c("nextSeq after a cut", r.result.nextSeq === r.result.chunks[0].seq + 1, JSON.stringify(r.result));
+  r = await p.request("process/read", { processId: "many", afterSeq: r.result.nextSeq - 1 });
+  const rest = r.result.chunks.map((x) => unb64(x.chunk)).join("");
+  c("reading from nextSeq-1 returns exactly the rest", all.endsWith(rest) && rest.length > 0 && r.result.closed === true, JSON.stringify(rest));
+
+  // writeId dedupe
+  r = await p.request("process/start", { processId: "cat", argv: ["/bin/cat"], cwd: "file:///tmp", env: {}, pipeStdin: true });
+  const w1 = await p.request("process/write", { processId: "cat", chunk: b64("once\n"), writeId: "w-1" });
+  const w2 = await p.request("process/write", { processId: "cat", chunk: b64("once\n"), writeId: "w-1" });
+  c("write accepted, repeat deduped", w1.result?.status === "accepted" && w2.result?.status === "accepted", JSON.stringify([w1, w2]));
+  await p.until(() => p.outputOf("cat").includes("once"), 5000);
+  await sleep(200);
+  c("a repeated writeId writes nothing", p.outputOf("cat") === "once\n", JSON.stringify(p.outputOf("cat")));
+
+  // a long-poll read while another request returns at once
+  const t0 = Date.now();
+  const longPoll = p.request("process/read", { processId: "cat", afterSeq: 1000, waitMs: 1500 }, 5000);
+  const quick = await p.request("environment/status", {});
+  const quickMs = Date.now() - t0;
+  c("another request returns during a long poll", quick.result?.status === "ready" && quickMs < 1000, `${quickMs} ms`);
+  const lp = await longPoll;
+  c("the long poll returns at its deadline", Date.now() - t0 >= 1400 && Array.isArray(lp.result?.chunks), `${Date.now() - t0} ms`);
+
+  // bad input keeps the connection working
+  p.send("{not json");
+  await p.until(() => (p.orphans ?? []).some((m) => m.error?.code === -32600), 3000);
+  c("malformed JSON: an error reply", (p.orphans ?? []).some((m) => m.error?.code === -32600 && m.id === -1), JSON.stringify(p.orphans));
+  r = await p.request("no/such/method", {});
+  c("unknown method: -32601", r.error?.code === -32601, JSON.stringify(r));
+  r = await p.request("process/start", { processId: 7, argv: "nope" });
+  c("wrong param types: -32602", r.error?.code === -32602, JSON.stringify(r));
+  r = await p.request("process/read", { processId: "ghost" });
+  c("unknown processId: -32600 with reason", r.error?.code === -32600 && r.error?.data?.reason === "neverExisted", JSON.stringify(r));
+  await p.request("process/closeStdin", { processId: "cat" });
+  await p.until(() => p.eventsOf("cat").some((n) => n.method === "process/exited"), 5000);
+  r = await p.request("process/write", { processId: "cat", chunk: b64("x"), writeId: "w-2" });
+  c("write to a closed stdin: stdinClosed", r.result?.status === "stdinClosed", JSON.stringify(r));
+  r = await p.request("process/write", { processId: "cat", chunk: "%%%" });
+  c("bad base64: -32602", r.error?.code === -32602, JSON.stringify(r));
+  r = await p.request("process/resize", { processId: "many", rows: 10, cols: 10 });
+  c("resize of a pipe process: notTty", r.error?.data?.kind === "notTty", JSON.stringify(r));
+  r = await p.request("environment/status", {});
+  c("still serving", r.result?.status === "ready", JSON.stringify(r));
+}
+
+async function oversize(label, p) {
+  p.send("x".repeat(17 * 1024 * 1024));
+  const ok = await p.until(() => (p.orphans ?? []).some((m) => m.error?.data?.kind === "messageTooLarge"), 15000);
+  check(`[${label}] oversize message: messageTooLarge`, ok, JSON.stringify(p.orphans ?? []).slice(0, 300));
+  const r = await p.request("environment/status", {});
+  check(`[${label}] still serving after an oversize message`, r.result?.status === "ready");
+}
+
+// ---- daemon checks: two clients, a slow one, disconnect and resume ----------------------------
+async function daemon(label, open) {
+  const c = (n, ok, d) => check(`[${label}] ${n}`, ok, d);
+  const a = await open();
+  const initA = await a.init({ detachedTtlMs: 60000 });
+  const sid = initA.result.sessionId;
+  await a.request("process/start", { processId: "flood", argv: ["/bin/sh", "-c", "i=0; while [ $i -lt 3000 ]; do echo line-$i; i=$((i+1)); done; sleep 0.5"], cwd: "file:///tmp", env: { PATH: "/usr/bin:/bin" }, tty: false });
+  const b = await open();
+  await b.init();
+  const sub = await b.request("process/subscribe", { processId: "flood", sessionId: sid, afterSeq: 0 });
+  c("a second client subscribes to another session's process", sub.result?.subscribed === true, JSON.stringify(sub));
+  // A third client subscribes and never reads: it must not block the others or the child.
+  const slow = await open();
+  await slow.init();
+  if (slow.sock) slow.sock.pause();
+  if (slow.ws) slow.ws._socket?.pause();
+  await slow.request("process/subscribe", { processId: "flood", sessionId: sid, afterSeq: 0 }).catch(() => {});
+  const done = (p) => p.eventsOf("flood").some((n) => n.method === "process/closed");
+  await a.until(() => done(a), 15000);
+  await b.until(() => done(b), 15000);
+  const want = Array.from({ length: 3000 }, (_, i) => `line-${i}\n`).join("");
+  c("the owner gets every byte", a.outputOf("flood") === want, `${a.outputOf("flood").length} vs ${want.length}`);
+  const gap = b.notes.some((n) => n.method === "process/gap");
+  c("the second client gets every byte or an explicit gap", b.outputOf("flood") === want || gap, `${b.outputOf("flood").length}`);
+  c("a slow client blocks neither the others nor the child", done(a) && done(b));
+  await slow.close();
+
+  // Disconnect mid-stream: the process keeps running; resume the session and read.
+  await a.request("process/start", { processId: "ticker", argv: ["/bin/sh", "-c", "while :; do echo tick; sleep 0.05; done"], cwd: "file:///tmp", env: { PATH: "/usr/bin:/bin" } });
+  await sleep(200);
+  await a.close();
+  await sleep(300);
+  const list = await b.request("process/list", { all: true });
+  const t = list.result.processes.find((x) => x.sessionId === sid && x.processId === "ticker");
+  c("a disconnected client's process keeps running", t?.state === "running", JSON.stringify(t));
+  const a2 = await open();
+  const res = await a2.request("initialize", { clientName: "protocol-test", resumeSessionId: sid });
+  a2.send({ jsonrpc: "2.0", method: "initialized" });
+  c("resume within the TTL", res.result?.resumed === true, JSON.stringify(res).slice(0, 200));
+  const rd = await a2.request("process/read", { processId: "ticker", afterSeq: 0 });
+  c("output retained across the disconnect", rd.result.chunks.map((x) => unb64(x.chunk)).join("").includes("tick"));
+  await a2.request("process/terminate", { processId: "ticker", graceMs: 0 });
+  await a2.close();
+  await b.close();
+}
+
+// ---- run ----------------------------------------------------------------------------------
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "uexec-proto-"));
+fs.chmodSync(tmp, 0o700);
+
+// stdio
+{
+  const p = new StdioPeer();
+  await common("stdio", p);
+  await oversize("stdio", p);
+  await p.close();
+}
+
+// uexec serve: Unix socket and WebSocket
+const sock = path.join(tmp, "uexec.sock");
+const serve = spawn(uexec, ["serve", "--socket", sock, "--ws", "127.0.0.1:0"], { stdio: ["ignore", "ignore", "pipe"] });
+let serveErr = "";
+serve.stderr.on("data", (d) => { serveErr += d; });
+for (let i = 0; i < 100 && !/ws:\/\/127\.0\.0\.1:(\d+)/.test(serveErr); i++) await sleep(50);
+const wsPort = Number(serveErr.match(/ws:\/\/127\.0\.0\.1:(\d+)/)?.[1]);
+const token = fs.readFileSync(path.join(tmp, "token"), "utf8");
+check("serve listens on WebSocket", wsPort > 0, serveErr);
+{
+  const p = new UnixPeer(sock);
+  await p.open();
+  await common("unix", p);
+  await p.close();
+  await daemon("unix", async () => { const q = new UnixPeer(sock); await q.open(); return q; });
+}
+{
+  const url = `ws://127.0.0.1:${wsPort}/`;
+  const noToken = new WsPeer(url, "");
+  check("[ws] an upgrade without the token is refused", !(await noToken.open()));
+  const badOrigin = new WsPeer(url, token, { ws: { origin: "http://evil.example" } });
+  check("[ws] a foreign Origin is refused", !(await badOrigin.open()));
+  const viaProto = new WsPeer(url, "", { protocols: ["uexec.v1", `uexec.auth.${token}`] });
+  check("[ws] the token as a browser subprotocol", await viaProto.open());
+  check("[ws] the server selects uexec.v1", viaProto.ws.protocol === "uexec.v1", viaProto.ws.protocol);
+  await viaProto.close();
+  const p = new WsPeer(url, token);
+  check("[ws] open with the token", await p.open());
+  await common("ws", p);
+  p.ws.send(Buffer.from([1, 2, 3]), { binary: true });
+  await p.until(() => (p.orphans ?? []).filter((m) => m.error).length >= 2, 3000);
+  const r = await p.request("environment/status", {});
+  check("[ws] a binary message is refused and the connection stays open", r.result?.status === "ready");
+  await p.close();
+  await daemon("ws", async () => { const q = new WsPeer(url, token); await q.open(); return q; });
+}
+serve.kill("SIGTERM");
+const code = await Promise.race([once(serve, "exit").then(([c]) => c), sleep(10000).then(() => "timeout")]);
+check("serve exits 0 on SIGTERM", code === 0, String(code));
+
+// exec-server --listen ws://
+{
+  const es = spawn(uexec, ["exec-server", "--listen", "ws://127.0.0.1:0"], { stdio: ["ignore", "pipe", "inherit"] });
+  let out = "";
+  es.stdout.on("data", (d) => { out += d; });
+  for (let i = 0; i < 100 && !out.includes("\n"); i++) await sleep(50);
+  const p = new WsPeer(out.trim() + "/", "");
+  check("[exec-server ws] prints its URL and accepts a connection", await p.open(), out);
+  await common("exec-server ws", p);
+  await p.close();
+  es.kill("SIGTERM");
+  await once(es, "exit");
+}
+
+fs.rmSync(tmp, { recursive: true, force: true });
+console.log(`protocol: ${passed} passed, ${failed} failed`);
+process.exit(failed === 0 ? 0 : 1);
