@@ -213,7 +213,7 @@ void PtyProcess::on_stdin_poll(uv_poll_t* h, int /*status*/, int /*events*/) noe
 void PtyProcess::handle_readable(Output& out, std::size_t budget) {
   std::span<std::byte> slab = loop_->read_slab();
   std::size_t total = 0;
-  while (out.fd) {
+  while (out.fd && !out.closed) {
     ssize_t n = ::read(out.fd.get(), slab.data(), slab.size());
     if (n > 0) {
       listener_->on_output(out.stream, slab.first(static_cast<std::size_t>(n)));
@@ -221,20 +221,27 @@ void PtyProcess::handle_readable(Output& out, std::size_t budget) {
       if (total >= budget) return;  // level-triggered: the poll fires again next turn
       continue;
     }
-    if (n == 0) return close_output(out);  // pipes: the last writer closed
+    if (n == 0) return close_output(out, opts_.tty && !exited_);  // pipes: the last writer closed
     if (errno == EINTR) continue;
     if (errno == EAGAIN) return;
     // Linux reports a hung-up slave as EIO on the master, not as a zero-byte read. For a
-    // PTY that is the normal end, so it becomes EOF here and nowhere else.
+    // PTY that is the normal end, so it becomes EOF here and nowhere else. The child may
+    // still be alive with its fds closed (`head` does that): closing the last master fd
+    // now would hang the terminal up and SIGHUP it, so the master stays open until the reap.
     if (errno != EIO) UEXEC_LOG(kWarn, "read {}: {}", stream_name(out.stream), std::strerror(errno));
-    return close_output(out);
+    return close_output(out, opts_.tty && !exited_);
   }
 }
 
-void PtyProcess::close_output(Output& out) {
-  if (!out.fd) return;
+void PtyProcess::close_output(Output& out, bool keep_fd) {
+  if (out.closed || !out.fd) {
+    if (!keep_fd) out.fd.reset();
+    return;
+  }
+  out.closed = true;
   out.poll.close();
-  out.fd.reset();
+  out.armed = 0;
+  if (!keep_fd) out.fd.reset();
   if (--open_outputs_ > 0) return;
   if (opts_.tty) {
     // The master was also the input side: nothing queued can be delivered any more.
@@ -265,7 +272,10 @@ void PtyProcess::resume_reading() {
   update_poll_events();
 }
 
-int PtyProcess::input_fd() const noexcept { return opts_.tty ? outputs_[0].fd.get() : stdin_.get(); }
+int PtyProcess::input_fd() const noexcept {
+  if (opts_.tty) return outputs_[0].closed ? -1 : outputs_[0].fd.get();
+  return stdin_.get();
+}
 
 Result<void> PtyProcess::write(std::span<const std::byte> bytes) {
   if (input_fd() < 0 || stdin_closing_)
@@ -325,7 +335,7 @@ Result<void> PtyProcess::close_stdin() {
 
 Result<void> PtyProcess::resize(base::PtySize size) {
   if (!opts_.tty) return Error{Errc::kUnsupported, 0, "resize: not a tty session"};
-  if (!outputs_[0].fd) return Error{Errc::kClosed, 0, "resize: the terminal is closed"};
+  if (!outputs_[0].fd || outputs_[0].closed) return Error{Errc::kClosed, 0, "resize: the terminal is closed"};
   return set_size(outputs_[0].fd.get(), size);
 }
 
@@ -363,6 +373,8 @@ void PtyProcess::terminate(std::chrono::milliseconds grace) {
 
 void PtyProcess::handle_exit(const ExitStatus& st) {
   exited_ = true;
+  // A master kept open past EOF (see handle_readable) can go now: nobody is left to SIGHUP.
+  if (opts_.tty && outputs_[0].closed) outputs_[0].fd.reset();
   if (eof() && kill_timer_) kill_timer_->stop();
   listener_->on_exit(st);
 }

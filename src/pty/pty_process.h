@@ -117,6 +117,7 @@ class PtyProcess {
     loop::UvHandle<uv_poll_t> poll;
     Stream stream = Stream::kPty;
     int armed = 0;  // the events the poll is started with; 0: stopped
+    bool closed = false;  // at EOF: no longer read (the fd may stay open, see close_output)
   };
 
   PtyProcess(loop::Loop& loop, ChildReaper& reaper, const ProcessOptions& opts,
@@ -125,7 +126,7 @@ class PtyProcess {
   static void on_poll(uv_poll_t* h, int status, int events) noexcept;
   static void on_stdin_poll(uv_poll_t* h, int status, int events) noexcept;
   void handle_readable(Output& out, std::size_t budget);
-  void close_output(Output& out);
+  void close_output(Output& out, bool keep_fd = false);
   void flush_input();
   void update_poll_events();
   void handle_exit(const ExitStatus& st);

@@ -22,6 +22,9 @@
 #include "rpc/line_channel.h"
 #include "session/process_manager.h"
 #include "tools/uexec/commands.h"
+#if UEXEC_HAVE_LWS
+#include "web/ws_server.h"
+#endif
 
 extern char** environ;
 
@@ -47,11 +50,17 @@ int cmd_exec_server(const std::vector<std::string>& args) {
       return kExitUsage;
     }
   }
-  if (listen != "stdio") {
-    std::fprintf(stderr, "uexec exec-server: --listen %s is not supported yet (stdio only; `uexec serve` listens on a Unix socket)\n",
-                 listen.c_str());
+  bool ws = listen.rfind("ws://", 0) == 0;
+  if (listen != "stdio" && !ws) {
+    std::fprintf(stderr, "uexec exec-server: --listen takes stdio or ws://IP:PORT, not %s\n", listen.c_str());
     return kExitUsage;
   }
+#if !UEXEC_HAVE_LWS
+  if (ws) {
+    std::fputs("uexec exec-server: this build has no WebSocket support (libwebsockets-dev was missing)\n", stderr);
+    return kExitUsage;
+  }
+#endif
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
   char cwd_buf[PATH_MAX];
@@ -63,7 +72,49 @@ int cmd_exec_server(const std::vector<std::string>& args) {
   if (grace_ms > 0) cfg.terminate_grace = std::chrono::milliseconds{grace_ms};
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, env, cwd);
-  auto server = std::make_unique<rpc::ExecServer>(*pm, exec.get(), env, cwd, rpc::ExecServerOptions{});
+  rpc::ExecServerOptions opts;
+  opts.daemon = ws;  // over WebSocket a dropped connection detaches its session (resume within the TTL)
+  auto server = std::make_unique<rpc::ExecServer>(*pm, exec.get(), env, cwd, opts);
+#if UEXEC_HAVE_LWS
+  if (ws) {
+    std::string hostport = listen.substr(5);
+    while (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
+    auto colon = hostport.rfind(':');
+    web::WsOptions wo;
+    wo.host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
+    if (!wo.host.empty() && wo.host.front() == '[') wo.host = wo.host.substr(1, wo.host.size() - 2);
+    wo.port = colon == std::string::npos ? 0 : std::atoi(hostport.substr(colon + 1).c_str());
+    if (const char* t = std::getenv("UEXEC_WS_TOKEN")) wo.token = t;
+    web::WsServer wss(loop, *server, wo);
+    if (auto r = wss.start(); !r) {
+      std::fprintf(stderr, "uexec exec-server: %s\n", r.error().message().c_str());
+      return kExitInternal;
+    }
+    // Codex prints its URL on stdout; so do we, for clients that read it.
+    std::printf("ws://%s:%d\n", wo.host.c_str(), wss.port());
+    std::fflush(stdout);
+    bool stopping_ws = false;
+    std::vector<std::unique_ptr<loop::SignalWatcher>> ws_watchers;
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+      auto w = std::make_unique<loop::SignalWatcher>(loop);
+      if (w->start(sig, [&](int) {
+            if (stopping_ws) return;
+            stopping_ws = true;
+            wss.stop();
+            exec->shutdown([] {});
+            server->shutdown(false, [&] { loop.stop(); });
+          }))
+        ws_watchers.push_back(std::move(w));
+    }
+    loop.run();
+    ws_watchers.clear();
+    wss.stop();
+    server.reset();
+    exec.reset();
+    pm.reset();
+    return 0;
+  }
+#endif
   rpc::LineChannel channel(loop, 0, 1);
   auto conn = server->connect({[&](std::string m) { channel.send(std::move(m)); },
                                [&] { return channel.queued_bytes(); },

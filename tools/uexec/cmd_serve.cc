@@ -22,6 +22,12 @@
 #include "rpc/unix_server.h"
 #include "session/process_manager.h"
 #include "tools/uexec/commands.h"
+#if UEXEC_HAVE_LWS
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#include "web/ws_server.h"
+#endif
 
 extern char** environ;
 
@@ -29,13 +35,19 @@ namespace uexec::cli {
 
 int cmd_serve(const std::vector<std::string>& args) {
   std::string socket_path = rpc::default_socket_path();
+  std::string ws = "127.0.0.1:8022";
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--socket" && i + 1 < args.size()) {
       socket_path = args[++i];
+    } else if (args[i] == "--ws" && i + 1 < args.size()) {
+      ws = args[++i];
+    } else if (args[i] == "--no-ws") {
+      ws.clear();
     } else if (args[i] == "-h" || args[i] == "--help") {
-      std::fputs("usage: uexec serve [--socket PATH]\n"
+      std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws]\n"
                  "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
-                 "  /tmp/uexec-$UID/uexec.sock). Stop it with SIGTERM or Ctrl-C.\n",
+                 "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (token in\n"
+                 "  <socket dir>/token). Stop it with SIGTERM or Ctrl-C.\n",
                  stdout);
       return 0;
     } else {
@@ -62,6 +74,35 @@ int cmd_serve(const std::vector<std::string>& args) {
     return kExitInternal;
   }
   std::fprintf(stderr, "uexec serve: listening on unix:%s (pid %d)\n", socket_path.c_str(), ::getpid());
+#if UEXEC_HAVE_LWS
+  std::unique_ptr<web::WsServer> ws_server;
+  if (!ws.empty()) {
+    web::WsOptions wo;
+    auto colon = ws.rfind(':');
+    wo.host = colon == std::string::npos ? "127.0.0.1" : ws.substr(0, colon);
+    wo.port = std::atoi(ws.substr(colon == std::string::npos ? 0 : colon + 1).c_str());
+    if (wo.host != "127.0.0.1" && wo.host != "::1" && wo.host != "localhost") {
+      std::fprintf(stderr, "uexec serve: refusing to listen on %s: only loopback is supported\n", wo.host.c_str());
+      return kExitUsage;
+    }
+    // The token lives next to the socket, readable by us alone.
+    wo.token = web::new_token();
+    std::string token_path = socket_path.substr(0, socket_path.rfind('/')) + "/token";
+    int fd = ::open(token_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || ::write(fd, wo.token.data(), wo.token.size()) < 0) {
+      std::fprintf(stderr, "uexec serve: cannot write %s\n", token_path.c_str());
+      return kExitInternal;
+    }
+    ::close(fd);
+    ws_server = std::make_unique<web::WsServer>(loop, *server, wo);
+    if (auto r = ws_server->start(); !r) {
+      std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
+      return kExitInternal;
+    }
+    std::fprintf(stderr, "uexec serve: listening on ws://%s:%d/ (token in %s)\n", wo.host.c_str(), ws_server->port(),
+                 token_path.c_str());
+  }
+#endif
 
   bool stopping = false;
   std::vector<std::unique_ptr<loop::SignalWatcher>> watchers;
@@ -70,6 +111,9 @@ int cmd_serve(const std::vector<std::string>& args) {
     stopping = true;
     UEXEC_LOG(kWarn, "shutting down: terminating {} processes", server->processes());
     unix_server.reset();  // no new clients; detaches the connected ones
+#if UEXEC_HAVE_LWS
+    if (ws_server) ws_server->stop();
+#endif
     exec->shutdown([] {});
     server->shutdown(false, [&] { loop.stop(); });
   };
@@ -81,6 +125,9 @@ int cmd_serve(const std::vector<std::string>& args) {
   loop.run();
   watchers.clear();
   unix_server.reset();
+#if UEXEC_HAVE_LWS
+  ws_server.reset();
+#endif
   server.reset();
   exec.reset();
   pm.reset();

@@ -1,0 +1,258 @@
+#include "web/ws_server.h"
+
+#include <libwebsockets.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <random>
+
+#include "base/log.h"
+
+namespace uexec::web {
+
+using base::Error;
+using base::Result;
+
+struct WsServer::Conn {
+  WsServer* owner = nullptr;
+  struct lws* wsi = nullptr;
+  std::deque<std::string> out;
+  std::size_t queued = 0;
+  std::string in;
+  bool oversize = false;
+  std::size_t below = 0;
+  std::function<void()> below_fn;
+  std::unique_ptr<rpc::ExecServer::Connection> rpc;
+};
+
+namespace {
+
+struct Pss {
+  WsServer::Conn* conn;
+};
+
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return d == 0;
+}
+
+std::string header(struct lws* wsi, enum lws_token_indexes h) {
+  int len = lws_hdr_total_length(wsi, h);
+  if (len <= 0) return {};
+  std::string s(static_cast<std::size_t>(len) + 1, '\0');
+  if (lws_hdr_copy(wsi, s.data(), len + 1, h) < 0) return {};
+  s.resize(static_cast<std::size_t>(len));
+  return s;
+}
+
+// An Origin is acceptable when it names a loopback host.
+bool loopback_origin(const std::string& origin) {
+  for (const char* prefix : {"http://127.0.0.1", "http://localhost", "http://[::1]", "https://127.0.0.1",
+                             "https://localhost", "https://[::1]"})
+    if (origin.rfind(prefix, 0) == 0) {
+      char next = origin.size() > std::strlen(prefix) ? origin[std::strlen(prefix)] : '\0';
+      if (next == '\0' || next == ':' || next == '/') return true;
+    }
+  return false;
+}
+
+bool token_ok(struct lws* wsi, const std::string& token) {
+  if (token.empty()) return true;
+  std::string auth = header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION);
+  if (auth.rfind("Bearer ", 0) == 0 && constant_time_equal(auth.substr(7), token)) return true;
+  std::string protos = header(wsi, WSI_TOKEN_PROTOCOL);
+  std::size_t pos = 0;
+  while (pos < protos.size()) {
+    std::size_t comma = protos.find(',', pos);
+    std::string p = protos.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    while (!p.empty() && p.front() == ' ') p.erase(0, 1);
+    while (!p.empty() && p.back() == ' ') p.pop_back();
+    if (p.rfind("uexec.auth.", 0) == 0 && constant_time_equal(p.substr(11), token)) return true;
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return false;
+}
+
+void flush_below(WsServer::Conn* c) {
+  if (c->below_fn && c->queued <= c->below) {
+    auto fn = std::move(c->below_fn);
+    c->below_fn = nullptr;
+    fn();
+  }
+}
+
+int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void* in, size_t len) {
+  auto* pss = static_cast<Pss*>(user);
+  auto* self = static_cast<WsServer*>(lws_context_user(lws_get_context(wsi)));
+  switch (reason) {
+    case LWS_CALLBACK_HTTP: {
+      std::string uri(static_cast<const char*>(in), len);
+      if (uri == "/readyz") {
+        unsigned char buf[LWS_PRE + 2048];
+        unsigned char* p = buf + LWS_PRE;
+        unsigned char* end = buf + sizeof buf;
+        if (lws_add_http_common_headers(wsi, HTTP_STATUS_OK, "text/plain", 2, &p, end)) return 1;
+        if (lws_finalize_write_http_header(wsi, buf + LWS_PRE, &p, end)) return 1;
+        unsigned char body[LWS_PRE + 2];
+        std::memcpy(body + LWS_PRE, "ok", 2);
+        lws_write(wsi, body + LWS_PRE, 2, LWS_WRITE_HTTP_FINAL);
+        return lws_http_transaction_completed(wsi) ? -1 : 0;
+      }
+      lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, nullptr);
+      return -1;
+    }
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
+      std::string origin = header(wsi, WSI_TOKEN_ORIGIN);
+      if (!origin.empty() && !loopback_origin(origin)) {
+        UEXEC_LOG(kWarn, "refusing a WebSocket upgrade from origin {}", origin);
+        return 1;
+      }
+      if (!token_ok(wsi, self->options().token)) {
+        UEXEC_LOG(kWarn, "refusing a WebSocket upgrade without a valid token");
+        return 1;
+      }
+      return 0;
+    }
+    case LWS_CALLBACK_ESTABLISHED: {
+      auto* c = new WsServer::Conn();
+      c->owner = self;
+      c->wsi = wsi;
+      pss->conn = c;
+      self->count(1);
+      c->rpc = self->exec_server().connect(
+          {[c](std::string m) {
+             c->queued += m.size();
+             c->out.push_back(std::move(m));
+             lws_callback_on_writable(c->wsi);
+           },
+           [c] { return c->queued; },
+           [c](std::size_t n, std::function<void()> fn) {
+             c->below = n;
+             c->below_fn = std::move(fn);
+             flush_below(c);
+           }});
+      return 0;
+    }
+    case LWS_CALLBACK_RECEIVE: {
+      WsServer::Conn* c = pss ? pss->conn : nullptr;
+      if (!c) return 0;
+      if (!c->oversize) {
+        c->in.append(static_cast<const char*>(in), len);
+        if (c->in.size() > self->options().max_message_bytes) {
+          c->in.clear();
+          c->oversize = true;
+        }
+      }
+      if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0) return 0;
+      std::string msg;
+      msg.swap(c->in);
+      if (c->oversize) {
+        c->oversize = false;
+        c->rpc->handle_oversize(self->options().max_message_bytes);
+      } else if (lws_frame_is_binary(wsi)) {
+        c->rpc->handle_line("binary message");  // not JSON: answered with a parse error
+      } else {
+        c->rpc->handle_line(msg);
+      }
+      return 0;
+    }
+    case LWS_CALLBACK_SERVER_WRITEABLE: {
+      WsServer::Conn* c = pss ? pss->conn : nullptr;
+      if (!c || c->out.empty()) return 0;
+      std::string& m = c->out.front();
+      std::vector<unsigned char> buf(LWS_PRE + m.size());
+      std::memcpy(buf.data() + LWS_PRE, m.data(), m.size());
+      int n = lws_write(wsi, buf.data() + LWS_PRE, m.size(), LWS_WRITE_TEXT);
+      if (n < static_cast<int>(m.size())) return -1;
+      c->queued -= m.size();
+      c->out.pop_front();
+      if (!c->out.empty()) lws_callback_on_writable(wsi);
+      flush_below(c);
+      return 0;
+    }
+    case LWS_CALLBACK_CLOSED: {
+      WsServer::Conn* c = pss ? pss->conn : nullptr;
+      if (!c) return 0;
+      pss->conn = nullptr;
+      self->count(-1);
+      delete c;  // its rpc Connection detaches the session
+      return 0;
+    }
+    default:
+      break;
+  }
+  return lws_callback_http_dummy(wsi, reason, user, in, len);
+}
+
+const struct lws_protocols kProtocols[] = {
+    {"uexec.v1", callback, sizeof(Pss), 65536, 0, nullptr, 0},
+    {nullptr, nullptr, 0, 0, 0, nullptr, 0},
+};
+
+}  // namespace
+
+std::string new_token() {
+  std::random_device rd;
+  std::string raw;
+  for (int i = 0; i < 32; ++i) raw += static_cast<char>(rd() & 0xFF);
+  static const char kUrl[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::string out;
+  unsigned bits = 0, acc = 0;
+  for (unsigned char ch : raw) {
+    acc = (acc << 8) | ch;
+    bits += 8;
+    while (bits >= 6) {
+      out += kUrl[(acc >> (bits - 6)) & 63];
+      bits -= 6;
+    }
+  }
+  if (bits > 0) out += kUrl[(acc << (6 - bits)) & 63];
+  return out;
+}
+
+WsServer::WsServer(loop::Loop& loop, rpc::ExecServer& server, WsOptions options)
+    : loop_(loop), server_(server), opts_(std::move(options)) {}
+
+WsServer::~WsServer() { stop(); }
+
+Result<void> WsServer::start() {
+  static bool log_set = false;
+  if (!log_set) {
+    const char* lv = std::getenv("UEXEC_LWS_LOG");  // lws log bits, for debugging
+    lws_set_log_level(lv ? std::atoi(lv) : LLL_ERR, nullptr);
+    log_set = true;
+  }
+  lws_context_creation_info info;
+  std::memset(&info, 0, sizeof info);
+  void* loops[] = {loop_.get()};
+  info.port = opts_.port == 0 ? CONTEXT_PORT_NO_LISTEN_SERVER : opts_.port;
+  info.iface = opts_.host.c_str();
+  info.protocols = kProtocols;
+  info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_HTTP_HEADERS_SECURITY_BEST_PRACTICES_ENFORCE;
+  info.foreign_loops = loops;
+  info.user = this;
+  info.pt_serv_buf_size = 32 * 1024;
+  if (opts_.port == 0) {
+    // Pick a free port ourselves: lws reports the bound port only through the vhost.
+    info.port = 0;
+  }
+  ctx_ = lws_create_context(&info);
+  if (!ctx_) return Error::invalid("could not start the WebSocket server on " + opts_.host + ":" + std::to_string(opts_.port));
+  struct lws_vhost* vh = lws_get_vhost_by_name(ctx_, "default");
+  port_ = vh ? lws_get_vhost_listen_port(vh) : opts_.port;
+  return {};
+}
+
+void WsServer::stop() {
+  if (!ctx_) return;
+  lws_context_destroy(ctx_);
+  ctx_ = nullptr;
+  // lws closes its libuv handles asynchronously: give the loop its turn.
+  for (int i = 0; i < 8; ++i) loop_.run_once(false);
+}
+
+}  // namespace uexec::web

@@ -1,0 +1,65 @@
+// ws_server.h: the WebSocket transport: libwebsockets on *our* libuv loop (foreign-loop
+// mode, no second thread), one JSON-RPC message per text frame into an ordinary
+// rpc::ExecServer::Connection.
+//
+// Security (protocol.md §8): it binds to loopback unless told otherwise; an upgrade must
+// carry the token (`Authorization: Bearer <token>`, or the subprotocol
+// `uexec.auth.<token>` that browsers can send) and, when it has an Origin, a loopback one;
+// anything else is refused before the upgrade. `GET /readyz` answers `200 ok` without a
+// token. Fragments are reassembled; a binary message gets a parse error and the connection
+// stays open. Outbound messages wait in a per-connection queue that the ExecServer sees
+// through Peer::queued, so its watermarks apply here too.
+//
+// Lifecycle: start() creates the lws context on the loop; stop() destroys it and lets the
+// loop close lws's handles before the Loop's leak check. Loop thread only.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "base/result.h"
+#include "loop/loop.h"
+#include "rpc/exec_server.h"
+
+struct lws_context;
+
+namespace uexec::web {
+
+struct WsOptions {
+  std::string host = "127.0.0.1";
+  int port = 8022;                 // 0: pick a free port (see port())
+  std::string token;               // empty: no token required (exec-server on loopback)
+  std::size_t max_message_bytes = 16u << 20;
+};
+
+class WsServer {
+ public:
+  WsServer(loop::Loop& loop, rpc::ExecServer& server, WsOptions options);
+  ~WsServer();
+  WsServer(const WsServer&) = delete;
+  WsServer& operator=(const WsServer&) = delete;
+
+  [[nodiscard]] base::Result<void> start();
+  void stop();
+  int port() const noexcept { return port_; }
+  std::size_t connections() const noexcept { return connections_; }
+
+  // Internal, for the lws callback trampoline.
+  struct Conn;
+  rpc::ExecServer& exec_server() noexcept { return server_; }
+  const WsOptions& options() const noexcept { return opts_; }
+  void count(int delta) noexcept { connections_ = static_cast<std::size_t>(static_cast<long>(connections_) + delta); }
+
+ private:
+  loop::Loop& loop_;
+  rpc::ExecServer& server_;
+  WsOptions opts_;
+  lws_context* ctx_ = nullptr;
+  int port_ = 0;
+  std::size_t connections_ = 0;
+};
+
+// A fresh random token: 256 bits, base64url without padding.
+std::string new_token();
+
+}  // namespace uexec::web
