@@ -213,7 +213,7 @@ void PtyProcess::on_stdin_poll(uv_poll_t* h, int /*status*/, int /*events*/) noe
 void PtyProcess::handle_readable(Output& out, std::size_t budget) {
   std::span<std::byte> slab = loop_->read_slab();
   std::size_t total = 0;
-  while (out.fd && !out.closed) {
+  while (out.fd && !out.closed && !reading_paused_) {  // a listener may pause us mid-burst
     ssize_t n = ::read(out.fd.get(), slab.data(), slab.size());
     if (n > 0) {
       listener_->on_output(out.stream, slab.first(static_cast<std::size_t>(n)));
@@ -253,6 +253,7 @@ void PtyProcess::close_output(Output& out, bool keep_fd) {
 }
 
 void PtyProcess::hang_up() {
+  reading_paused_ = false;  // the last drain happens even for a slow consumer (the ring bounds it)
   for (auto& out : outputs_) {
     // A final bounded drain: bytes already in the kernel buffer are output too.
     handle_readable(out, opts_.read_burst_bytes);

@@ -14,30 +14,37 @@ int value_of(char c) {
 }
 }  // namespace
 
+void base64_append(std::string& out, std::string_view in) {
+  std::size_t start = out.size();
+  out.resize(start + (in.size() + 2) / 3 * 4);
+  char* o = out.data() + start;
+  const auto* b = reinterpret_cast<const unsigned char*>(in.data());
+  std::size_t i = 0, n = in.size();
+  for (; i + 2 < n; i += 3) {
+    unsigned v = (unsigned{b[i]} << 16) | (unsigned{b[i + 1]} << 8) | b[i + 2];
+    *o++ = kAlphabet[(v >> 18) & 63];
+    *o++ = kAlphabet[(v >> 12) & 63];
+    *o++ = kAlphabet[(v >> 6) & 63];
+    *o++ = kAlphabet[v & 63];
+  }
+  if (i + 1 == n) {
+    unsigned v = unsigned{b[i]} << 16;
+    *o++ = kAlphabet[(v >> 18) & 63];
+    *o++ = kAlphabet[(v >> 12) & 63];
+    *o++ = '=';
+    *o++ = '=';
+  } else if (i + 2 == n) {
+    unsigned v = (unsigned{b[i]} << 16) | (unsigned{b[i + 1]} << 8);
+    *o++ = kAlphabet[(v >> 18) & 63];
+    *o++ = kAlphabet[(v >> 12) & 63];
+    *o++ = kAlphabet[(v >> 6) & 63];
+    *o++ = '=';
+  }
+}
+
 std::string base64_encode(std::string_view in) {
   std::string out;
-  out.reserve((in.size() + 2) / 3 * 4);
-  std::size_t i = 0;
-  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(in[k]); };
-  for (; i + 2 < in.size(); i += 3) {
-    unsigned v = (byte(i) << 16) | (byte(i + 1) << 8) | byte(i + 2);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += kAlphabet[v & 63];
-  }
-  if (i + 1 == in.size()) {
-    unsigned v = byte(i) << 16;
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += "==";
-  } else if (i + 2 == in.size()) {
-    unsigned v = (byte(i) << 16) | (byte(i + 1) << 8);
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += kAlphabet[(v >> 6) & 63];
-    out += '=';
-  }
+  base64_append(out, in);
   return out;
 }
 

@@ -8,6 +8,8 @@
 namespace uexec::rpc {
 
 std::string base64_encode(std::string_view bytes);
+// Appends the encoding of `bytes` to `out` (one resize, no per-character growth).
+void base64_append(std::string& out, std::string_view bytes);
 // nullopt on any character outside the alphabet, bad padding or a bad length.
 std::optional<std::string> base64_decode(std::string_view text);
 

@@ -132,6 +132,7 @@ struct ExecServer::SubState {
 struct ExecServer::Process {
   Session* owner = nullptr;
   std::string id;
+  std::string id_json;  // `id` as a JSON string, for hand-built notifications
   std::string key;  // the ProcessManager's id: "<sessionId>/<processId>"
   session::Session* s = nullptr;
   // Each subscribing session has its own cursor; none takes output from another.
@@ -146,10 +147,12 @@ struct ExecServer::Process {
   std::int64_t started_ms = 0;
   std::int64_t exited_ms = 0;
   bool closed_seen = false;
+  bool reading_paused = false;  // owner flow control
 };
 
 struct ExecServer::Session {
   std::string id;
+  std::string id_json;
   std::map<std::string, std::unique_ptr<Process>> procs;
   Connection* conn = nullptr;
   std::string client_name;
@@ -205,6 +208,7 @@ std::unique_ptr<ExecServer::Connection> ExecServer::connect(Peer peer) {
 ExecServer::Session* ExecServer::new_session() {
   auto s = std::make_unique<Session>();
   s->id = new_uuid();
+  s->id_json = json(s->id).dump();
   Session* raw = s.get();
   sessions_.emplace(raw->id, std::move(s));
   return raw;
@@ -293,7 +297,15 @@ void ExecServer::push_to(Process& p, Session& to, SubState& st) {
     st.sent_exited = true;
   };
   while (st.cursor < ring.total()) {
-    if (!c->writable()) return c->resume_when_drained();
+    if (!c->writable()) {
+      // Owner flow control (protocol §7): a slow owner slows its child, as a slow terminal
+      // would, instead of letting the ring evict output. Other subscribers never do.
+      if (&to == p.owner && !p.reading_paused) {
+        if (auto* proc = p.s->process()) proc->pause_reading();
+        p.reading_paused = true;
+      }
+      return c->resume_when_drained();
+    }
     auto r = ring.read_from(st.cursor, SIZE_MAX);
     if (r.gap > 0 && c->extensions_)
       c->notify("process/gap", params({{"processId", p.id},
@@ -311,10 +323,14 @@ void ExecServer::push_to(Process& p, Session& to, SubState& st) {
         ++i;
       }
       if (!st.sent_exited && ex && seq > ex) send_exited();  // exited may precede trailing output
-      c->notify("process/output", params({{"processId", p.id},
-                                          {"seq", seq},
-                                          {"stream", pty::stream_name(stream)},
-                                          {"chunk", base64_encode(bytes)}}));
+      // The hot path: built by hand (base64 needs no JSON escaping), not through json::dump.
+      std::string line = R"({"jsonrpc":"2.0","method":"process/output","params":{"processId":)";
+      line += p.id_json;
+      if (&to != p.owner) line += R"(,"sessionId":)" + p.owner->id_json;
+      line += R"(,"seq":)" + std::to_string(seq) + R"(,"stream":")" + pty::stream_name(stream) + R"(","chunk":")";
+      base64_append(line, bytes);
+      line += "\"}}";
+      c->send_raw(std::move(line));
     }
     if (r.next == st.cursor) break;
     st.cursor = r.next;
@@ -396,7 +412,13 @@ void ExecServer::Connection::resume_when_drained() {
   peer_.when_below(server_.opts_.low_watermark, [this] {
     waiting_for_drain_ = false;
     if (!session_) return;
-    for (auto& [pid, p] : session_->procs) server_.push(*p);
+    for (auto& [pid, p] : session_->procs) {
+      if (p->reading_paused) {
+        p->reading_paused = false;
+        if (auto* proc = p->s->process()) proc->resume_reading();
+      }
+      server_.push(*p);
+    }
   });
 }
 
@@ -411,6 +433,8 @@ void ExecServer::Connection::error(const json& id, int code, const std::string& 
   peer_.send(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}.dump(-1, ' ', false,
                                                                                json::error_handler_t::replace));
 }
+
+void ExecServer::Connection::send_raw(std::string line) { peer_.send(std::move(line)); }
 
 void ExecServer::Connection::notify(const std::string& method, json params) {
   peer_.send(json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}}.dump(
@@ -699,6 +723,7 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
   Process* raw = p.get();
   raw->owner = session_;
   raw->id = pid;
+  raw->id_json = json(pid).dump(-1, ' ', false, json::error_handler_t::replace);
   raw->key = *started;
   raw->s = server_.pm_.find(*started);
   raw->argv = argv;

@@ -116,6 +116,7 @@ class ExecServer::Connection {
   void reply(const json& id, json result);
   void error(const json& id, int code, const std::string& message, json data = nullptr);
   void notify(const std::string& method, json params);
+  void send_raw(std::string line);  // an already-encoded message
   bool writable() const;
   void resume_when_drained();
 

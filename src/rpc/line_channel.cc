@@ -176,14 +176,26 @@ void LineChannel::send(std::string msg) {
     }
     return;
   }
+  // One write in flight at a time; what arrives meanwhile is coalesced into the next one,
+  // so a burst of small notifications costs a few syscalls, not one each.
+  queued_ += msg.size();
+  if (writing_) {
+    pending_ += msg;
+    return;
+  }
+  start_write(std::move(msg));
+}
+
+void LineChannel::start_write(std::string data) {
   auto* w = new WriteReq{};
-  w->data = std::move(msg);
+  w->data = std::move(data);
   w->owner = this;
   w->req.data = w;
   uv_buf_t b = uv_buf_init(w->data.data(), static_cast<unsigned>(w->data.size()));
-  queued_ += w->data.size();
+  writing_ = true;
   if (int rc = uv_write(&w->req, out_, &b, 1, &LineChannel::on_write); rc < 0) {
     queued_ -= w->data.size();
+    writing_ = false;
     UEXEC_LOG(kWarn, "stdout write: {}", uv_strerror(rc));
     delete w;
   }
@@ -193,8 +205,15 @@ void LineChannel::on_write(uv_write_t* req, int status) noexcept {
   auto* w = static_cast<WriteReq*>(req->data);
   // The owner may be gone (closed with writes in flight); its handle's close cancels them.
   if (status != UV_ECANCELED && w->owner) {
-    w->owner->queued_ -= w->data.size();
-    w->owner->flushed_check();
+    LineChannel* self = w->owner;
+    self->queued_ -= w->data.size();
+    self->writing_ = false;
+    if (!self->pending_.empty()) {
+      std::string next;
+      next.swap(self->pending_);
+      self->start_write(std::move(next));
+    }
+    self->flushed_check();
   }
   delete w;
 }

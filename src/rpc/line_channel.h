@@ -57,6 +57,7 @@ class LineChannel {
   static void on_alloc(uv_handle_t* h, std::size_t suggested, uv_buf_t* buf) noexcept;
   static void on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexcept;
   static void on_write(uv_write_t* req, int status) noexcept;
+  void start_write(std::string data);
   void feed(const char* data, std::size_t n);
   void handle_eof();
   void pump_file();
@@ -74,6 +75,8 @@ class LineChannel {
   bool discarding_ = false;
   bool eof_ = false;
   std::size_t queued_ = 0;
+  std::string pending_;     // messages waiting for the write in flight: sent as one write
+  bool writing_ = false;
   std::function<void()> flushed_;
   std::size_t below_ = 0;
   std::function<void()> below_fn_;

@@ -1,0 +1,1128 @@
+// bench_rpc: uexec's JSON-RPC path (`uexec exec-server --listen stdio`) against Codex
+// exec-server 0.169.0 (`codex exec-server --listen stdio`), through ONE client.
+//
+// Targets P1 and P2 of docs/design/performance.md. Both servers are driven by the same code
+// in this file: the server is spawned with stdin/stdout pipes (its own process group, stderr
+// to /dev/null), requests are written as one compact JSON object per line, and a small line
+// reader parses every line with nlohmann::json, matches responses by id and handles
+// notifications (process/output chunks are base64-decoded and counted) as they arrive. The
+// client sends one request at a time unless a row says otherwise, because Codex handles one
+// request at a time; the comparison is therefore the same client doing the same work.
+//
+//   P1-start   process/start of `/bin/echo x` (tty) -> first process/output notification;
+//              ratio codex_ms / uexec_ms (medians of interleaved samples), target >= 3.
+//   P1-tput    a tty `cat` of a file of 80-column lines (32 MiB, --quick 8 MiB), every chunk
+//              received and decoded until process/closed; ratio of the MiB/s delivered,
+//              uexec / codex, target >= 5. Server and client CPU shares are reported (when
+//              the client nears 100% it, not the server, bounds the number), and so are seq
+//              holes: a server that drops output for a slow consumer (protocol.md §4.7) is
+//              credited only with the bytes it delivered. P1-tput-cpu (informational): server
+//              CPU ms per delivered MiB, codex / uexec, from the same runs; less sensitive to
+//              the machine's noise than the wall-clock ratio.
+//   P1-rss     VmRSS (/proc/PID/status) of a fresh server after initialize plus 50 (--quick
+//              20) idle tty `sleep 1000` sessions; ratio uexec / codex, target <= 0.2;
+//              per-session KiB (RSS growth over the sessions / N) reported alongside.
+//   P1-1000    1000 tty `sleep 1000` sessions started one request after another on one
+//              connection, then a process/read {waitMs:0} of every one and an
+//              environment/status: ratio answered/expected, target >= 1 (all answered, none
+//              stalled). P1-1000-burst: the same 1000 starts written back to back without
+//              waiting (uexec runs requests concurrently), informational. Codex gets the
+//              sequential variant with a time budget (60 s, --quick 20 s) and a 5 s
+//              per-request timeout, informational (it has been seen to stall near 510; the
+//              servers inherit this process's RLIMIT_NOFILE, which may matter there).
+//   P2         with a long-poll process/read {waitMs:5000} pending on a tty `cat`, the
+//              latency of environment/status (P2-status) and of a process/read {waitMs:0} of
+//              another process (P2-read), over the same requests with nothing pending;
+//              target <= 1.5 for uexec. The long poll is ended by a process/write to the
+//              `cat` (its echo is output). Codex (informational) answers one request at a
+//              time, so its loaded latency is the long poll's ~5000 ms.
+//
+// Rounds alternate uexec and Codex (A/B/A/B); each round gives one ratio, rows report
+// min/median/max over rounds and the target is judged on the median. Without the Codex
+// binary the Codex rows are printed as skipped with the paths searched.
+//
+//   bench_rpc [--quick] [--peers] [--json PATH] [--uexec PATH] [--codex PATH]
+//             [--only start,tput,rss,1000,p2]
+//
+// BENCH_RPC_TRACE=1 in the environment prints the throughput samples' progress to stderr.
+//
+// uexec defaults to <build>/src/uexec next to this program (<build>/tools/bench/bench_rpc).
+// Codex is searched at --codex, $UEXEC_BENCH_CODEX, then
+// <source>/tests/conformance/node_modules/@openai/codex-linux-x64/vendor/
+// x86_64-unknown-linux-musl/bin/codex, <build>/bench/peers/node_modules/..., $UEXEC_BENCH_PEERS/
+// node_modules/..., <build>/peers/node_modules/... (<source> from <build>/meson-info).
+//
+// Clean-up: this process is a child subreaper; each server is killed as a process group, the
+// server's own children (each in its own session) are found by parent pid in /proc and
+// SIGKILLed as groups, and orphans re-parented to us are killed and reaped. The same runs at
+// exit and on SIGINT/SIGTERM.
+#include <dirent.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "bench_util.h"
+
+namespace uexec::bench {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kCodexRel =
+    "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
+
+// ---------------------------------------------------------------------------------------
+// Process clean-up.
+
+std::set<pid_t> g_servers;  // live server pids (each its own process group)
+std::string g_tmp_file;     // the throughput input file, removed on every exit path
+
+// Direct children of `parent` (from /proc/*/stat field 4).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end) continue;
+    char path[64];
+    std::snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+    int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[512];
+    ssize_t n = ::read(fd, buf, sizeof buf - 1);
+    ::close(fd);
+    if (n <= 0) continue;
+    buf[n] = 0;
+    const char* rp = std::strrchr(buf, ')');
+    if (!rp) continue;
+    char state = 0;
+    long ppid = 0;
+    if (std::sscanf(rp + 1, " %c %ld", &state, &ppid) == 2 && ppid == parent)
+      out.push_back(static_cast<pid_t>(pid));
+  }
+  ::closedir(d);
+  return out;
+}
+
+void kill_group_and_pid(pid_t p) {
+  ::kill(-p, SIGKILL);
+  ::kill(p, SIGKILL);
+}
+
+// Kills and reaps whatever was re-parented to us (we are a subreaper), except live servers.
+void reap_orphans() {
+  for (int pass = 0; pass < 3; ++pass) {
+    std::vector<pid_t> kids = children_of(::getpid());
+    bool any = false;
+    for (pid_t k : kids) {
+      if (g_servers.count(k)) continue;
+      any = true;
+      kill_group_and_pid(k);
+      ::waitpid(k, nullptr, 0);
+    }
+    if (!any) break;
+  }
+}
+
+void emergency_cleanup() {
+  for (pid_t s : g_servers) {
+    for (pid_t c : children_of(s)) kill_group_and_pid(c);
+    ::kill(-s, SIGKILL);
+  }
+  for (pid_t s : g_servers) ::waitpid(s, nullptr, 0);
+  g_servers.clear();
+  reap_orphans();
+  if (!g_tmp_file.empty()) ::unlink(g_tmp_file.c_str());
+}
+
+void on_signal(int sig) {
+  emergency_cleanup();
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+// utime + stime of `pid` (threads included), in ns.
+std::int64_t proc_cpu_ns(pid_t pid) {
+  int fd = ::open(fmt::format("/proc/{}/stat", pid).c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[1024];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return 0;
+  std::string s(buf, static_cast<std::size_t>(n));
+  auto rp = s.rfind(')');
+  if (rp == std::string::npos) return 0;
+  std::istringstream f(s.substr(rp + 2));
+  std::string tok;
+  long long ut = 0, st = 0;
+  for (int field = 3; f >> tok; ++field) {
+    if (field == 14) ut = std::atoll(tok.c_str());
+    if (field == 15) {
+      st = std::atoll(tok.c_str());
+      break;
+    }
+  }
+  return (ut + st) * (1'000'000'000LL / ::sysconf(_SC_CLK_TCK));
+}
+
+double vmrss_kib(pid_t pid) {
+  std::ifstream in(fmt::format("/proc/{}/status", pid));
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::strtod(line.c_str() + 6, nullptr);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------
+// Base64 (standard alphabet, padding). Returns false on a malformed string.
+bool b64_decode(std::string_view in, std::string& out) {
+  static const auto table = [] {
+    std::array<std::int8_t, 256> t{};
+    t.fill(-1);
+    const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(a[i])] = static_cast<std::int8_t>(i);
+    return t;
+  }();
+  if (in.size() % 4) return false;
+  out.clear();
+  out.reserve(in.size() / 4 * 3);
+  for (std::size_t i = 0; i < in.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      unsigned char c = static_cast<unsigned char>(in[i + k]);
+      if (c == '=' && i + 4 == in.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+      } else {
+        if (pad) return false;
+        v[k] = table[c];
+        if (v[k] < 0) return false;
+      }
+    }
+    std::uint32_t w = (static_cast<std::uint32_t>(v[0]) << 18) | (static_cast<std::uint32_t>(v[1]) << 12) |
+                      (static_cast<std::uint32_t>(v[2]) << 6) | static_cast<std::uint32_t>(v[3]);
+    out.push_back(static_cast<char>(w >> 16));
+    if (pad < 2) out.push_back(static_cast<char>((w >> 8) & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(w & 0xff));
+  }
+  return true;
+}
+
+std::string b64_encode(std::string_view in) {
+  const char* a = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  std::size_t i = 0;
+  for (; i + 3 <= in.size(); i += 3) {
+    std::uint32_t w = (static_cast<unsigned char>(in[i]) << 16) |
+                      (static_cast<unsigned char>(in[i + 1]) << 8) | static_cast<unsigned char>(in[i + 2]);
+    out += a[w >> 18];
+    out += a[(w >> 12) & 63];
+    out += a[(w >> 6) & 63];
+    out += a[w & 63];
+  }
+  if (std::size_t r = in.size() - i) {
+    std::uint32_t w = static_cast<unsigned char>(in[i]) << 16;
+    if (r == 2) w |= static_cast<unsigned char>(in[i + 1]) << 8;
+    out += a[w >> 18];
+    out += a[(w >> 12) & 63];
+    out += r == 2 ? a[(w >> 6) & 63] : '=';
+    out += '=';
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// The client: one server process, one NDJSON connection on its stdin/stdout.
+
+struct ProcState {
+  std::int64_t first_output_ns = 0;
+  std::uint64_t bytes = 0;   // decoded output bytes
+  std::uint64_t last_seq = 0;
+  std::uint64_t holes = 0;        // seq numbers skipped (output dropped for this connection)
+  bool exited = false;
+  bool closed = false;
+};
+
+class Server {
+ public:
+  Server(std::string name, std::vector<std::string> argv) : name_(std::move(name)) {
+    int in[2], out[2];
+    if (::pipe2(in, O_CLOEXEC) != 0 || ::pipe2(out, O_CLOEXEC) != 0) die_errno("pipe2");
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, out[1], 1);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+    CArgs cargv(argv);
+    CArgs cenv(current_env());
+    int rc = ::posix_spawn(&pid_, argv[0].c_str(), &fa, &attr, cargv.get(), cenv.get());
+    posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
+    ::close(in[0]);
+    ::close(out[1]);
+    if (rc != 0) {
+      errno = rc;
+      die_errno(fmt::format("spawn {}", argv[0]));
+    }
+    g_servers.insert(pid_);
+    to_ = in[1];
+    from_ = out[0];
+    ::fcntl(to_, F_SETFL, ::fcntl(to_, F_GETFL) | O_NONBLOCK);
+    ::fcntl(from_, F_SETFL, ::fcntl(from_, F_GETFL) | O_NONBLOCK);
+    buf_.resize(4 * kReadSize);
+  }
+  ~Server() { shutdown(2000); }
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  const std::string& name() const { return name_; }
+  pid_t pid() const { return pid_; }
+  bool eof() const { return eof_; }
+  std::unordered_map<std::string, ProcState>& procs() { return procs_; }
+  std::string new_process_id() { return fmt::format("p{}", next_proc_++); }
+
+  // Sends a request; returns its id. The response is collected by pump().
+  std::int64_t send_request(const std::string& method, json params) {
+    std::int64_t id = next_id_++;
+    send({{"id", id}, {"method", method}, {"params", std::move(params)}});
+    return id;
+  }
+  void send_notification(const std::string& method) { send({{"method", method}, {"params", json::object()}}); }
+
+  // Waits for the response `id` (or until timeout); pops and returns it.
+  std::optional<json> await(std::int64_t id, int timeout_ms) {
+    std::int64_t deadline = now_ns() + static_cast<std::int64_t>(timeout_ms) * 1'000'000;
+    while (!responses_.count(id)) {
+      if (!pump(deadline)) break;
+    }
+    auto it = responses_.find(id);
+    if (it == responses_.end()) return std::nullopt;
+    json r = std::move(it->second);
+    responses_.erase(it);
+    return r;
+  }
+  bool has_response(std::int64_t id) const { return responses_.count(id) != 0; }
+
+  std::optional<json> request(const std::string& method, json params, int timeout_ms) {
+    return await(send_request(method, std::move(params)), timeout_ms);
+  }
+
+  // Pumps until pred() holds or timeout; returns pred().
+  bool wait_until(const std::function<bool()>& pred, int timeout_ms) {
+    std::int64_t deadline = now_ns() + static_cast<std::int64_t>(timeout_ms) * 1'000'000;
+    while (!pred()) {
+      if (!pump(deadline)) break;
+    }
+    return pred();
+  }
+  // Keeps reading (and handling notifications) for `ms`.
+  void idle(int ms) {
+    wait_until([] { return false; }, ms);
+  }
+
+  bool initialize(int timeout_ms) {
+    auto r = request("initialize", {{"clientName", "bench_rpc"}}, timeout_ms);
+    if (!r || !r->contains("result")) return false;
+    send_notification("initialized");
+    return true;
+  }
+
+  // Closes stdin (both servers kill their processes on EOF), waits up to grace_ms for the
+  // exit, then kills the server's children and process group. Idempotent.
+  void shutdown(int grace_ms) {
+    if (pid_ <= 0) return;
+    if (to_ >= 0) ::close(to_);
+    to_ = -1;
+    std::int64_t deadline = now_ns() + static_cast<std::int64_t>(grace_ms) * 1'000'000;
+    bool exited = false;
+    while (now_ns() < deadline) {
+      if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        exited = true;
+        break;
+      }
+      // Drain stdout so a server blocked writing can make progress.
+      char tmp[65536];
+      while (::read(from_, tmp, sizeof tmp) > 0) {
+      }
+      ::usleep(2000);
+    }
+    if (!exited) {
+      for (pid_t c : children_of(pid_)) kill_group_and_pid(c);
+      ::kill(-pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    g_servers.erase(pid_);
+    pid_ = -1;
+    if (from_ >= 0) ::close(from_);
+    from_ = -1;
+    reap_orphans();
+  }
+
+ private:
+  void send(const json& msg) {
+    std::string line = msg.dump();
+    line += '\n';
+    std::size_t off = 0;
+    while (off < line.size()) {
+      if (to_ < 0) die(fmt::format("{}: write after shutdown", name_));
+      ssize_t n = ::write(to_, line.data() + off, line.size() - off);
+      if (n > 0) {
+        off += static_cast<std::size_t>(n);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno != EAGAIN) die_errno(fmt::format("{}: write", name_));
+      // The pipe is full: read while waiting, so neither side blocks on the other.
+      pollfd p[2] = {{to_, POLLOUT, 0}, {from_, POLLIN, 0}};
+      ::poll(p, 2, 1000);
+      if (p[1].revents) read_some();
+      if (eof_) die(fmt::format("{}: server closed its stdout", name_));
+    }
+  }
+
+  // One poll + read; returns false at the deadline or on EOF.
+  bool pump(std::int64_t deadline) {
+    if (eof_) return false;
+    std::int64_t left = deadline - now_ns();
+    if (left <= 0) {
+      read_some();  // whatever is already there
+      return false;
+    }
+    pollfd p{from_, POLLIN, 0};
+    int ms = static_cast<int>(std::min<std::int64_t>((left + 999'999) / 1'000'000, 1000));
+    int rc = ::poll(&p, 1, ms);
+    if (rc > 0) read_some();
+    return !eof_;
+  }
+
+  // Reads what is available (up to 64 reads) into buf_[beg_, end_) and dispatches every
+  // complete line. The buffer grows only for lines longer than it; it is never zero-filled.
+  void read_some() {
+    for (int i = 0; i < 64; ++i) {
+      if (buf_.size() - end_ < kReadSize) {
+        if (beg_ > 0) {
+          std::memmove(buf_.data(), buf_.data() + beg_, end_ - beg_);
+          end_ -= beg_;
+          beg_ = 0;
+        }
+        if (buf_.size() - end_ < kReadSize) buf_.resize(std::max(buf_.size() * 2, end_ + kReadSize));
+      }
+      ssize_t n = ::read(from_, buf_.data() + end_, buf_.size() - end_);
+      if (n == 0) {
+        eof_ = true;
+        break;
+      }
+      if (n < 0) break;  // EAGAIN (or an error that the next poll reports again)
+      std::size_t old_end = end_;
+      end_ += static_cast<std::size_t>(n);
+      // Dispatch complete lines (search only the new bytes for the first newline).
+      std::size_t from = old_end;
+      for (;;) {
+        const void* nl = std::memchr(buf_.data() + from, '\n', end_ - from);
+        if (!nl) break;
+        std::size_t e = static_cast<std::size_t>(static_cast<const char*>(nl) - buf_.data());
+        handle_line(std::string_view(buf_.data() + beg_, e - beg_));
+        beg_ = from = e + 1;
+      }
+      if (beg_ == end_) beg_ = end_ = 0;
+      if (static_cast<std::size_t>(n) < kReadSize) break;
+    }
+  }
+
+  void handle_line(std::string_view line) {
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) return;
+    json msg = json::parse(line.begin(), line.end(), nullptr, false);
+    if (msg.is_discarded() || !msg.is_object())
+      die(fmt::format("{}: unparsable line: {:.200}", name_, std::string(line)));
+    if (auto id = msg.find("id"); id != msg.end() && !msg.contains("method")) {
+      if (id->is_number_integer()) {
+        std::int64_t key = id->get<std::int64_t>();  // before the move below
+        responses_[key] = std::move(msg);
+      }
+      return;
+    }
+    auto m = msg.find("method");
+    if (m == msg.end() || !m->is_string()) return;
+    const std::string& method = m->get_ref<const std::string&>();
+    const json& params = msg["params"];
+    if (!params.is_object() || !params.contains("processId")) return;
+    ProcState& st = procs_[params["processId"].get<std::string>()];
+    if (auto s = params.find("seq"); s != params.end() && s->is_number_unsigned()) {
+      std::uint64_t seq = s->get<std::uint64_t>();
+      if (seq > st.last_seq + 1) {
+        st.holes += seq - st.last_seq - 1;
+        if (trace_) std::fprintf(stderr, "trace %s %.3f hole %llu..%llu after %llu bytes\n", name_.c_str(),
+                                 ns_to_ms(now_ns()), static_cast<unsigned long long>(st.last_seq + 1),
+                                 static_cast<unsigned long long>(seq - 1), static_cast<unsigned long long>(st.bytes));
+      }
+      st.last_seq = std::max(st.last_seq, seq);
+    }
+    if (method == "process/output") {
+      if (!st.first_output_ns) st.first_output_ns = now_ns();
+      const std::string& chunk = params["chunk"].get_ref<const std::string&>();
+      if (!b64_decode(chunk, decoded_)) die(fmt::format("{}: bad base64 chunk", name_));
+      st.bytes += decoded_.size();
+      if (trace_ && ((++trace_n_ % 250) == 0))
+        std::fprintf(stderr, "trace %s %.3f seq %llu bytes %llu\n", name_.c_str(), ns_to_ms(now_ns()),
+                     static_cast<unsigned long long>(st.last_seq), static_cast<unsigned long long>(st.bytes));
+    } else if (method == "process/exited") {
+      st.exited = true;
+    } else if (method == "process/closed") {
+      st.closed = true;
+    }
+  }
+
+  static constexpr std::size_t kReadSize = 1 << 20;
+
+  std::string name_;
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1;
+  bool eof_ = false;
+  bool trace_ = std::getenv("BENCH_RPC_TRACE") != nullptr;  // progress lines on stderr
+  std::uint64_t trace_n_ = 0;
+  std::vector<char> buf_;
+  std::size_t beg_ = 0, end_ = 0;
+  std::string decoded_;
+  std::int64_t next_id_ = 1;
+  int next_proc_ = 1;
+  std::unordered_map<std::int64_t, json> responses_;
+  std::unordered_map<std::string, ProcState> procs_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Workloads (identical for both servers).
+
+struct Peer {
+  std::string name;                // "uexec" / "codex"
+  std::vector<std::string> argv;   // server command line
+};
+
+const json kEnv = {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"TERM", "dumb"}, {"LANG", "C.UTF-8"}};
+
+json start_params(const std::string& pid, std::vector<std::string> argv, bool tty) {
+  return {{"processId", pid}, {"argv", std::move(argv)}, {"cwd", "file:///tmp"}, {"env", kEnv}, {"tty", tty}};
+}
+
+bool ok(const std::optional<json>& r) { return r && r->contains("result"); }
+std::string err_text(const std::optional<json>& r) {
+  if (!r) return "timeout";
+  if (r->contains("error")) return (*r)["error"].dump();
+  return "no result";
+}
+
+std::unique_ptr<Server> launch(const Peer& p) {
+  auto s = std::make_unique<Server>(p.name, p.argv);
+  if (!s->initialize(20000)) die(fmt::format("{}: initialize failed", p.name));
+  return s;
+}
+
+// P1-start: one sample, ns from writing process/start to the first process/output.
+std::int64_t first_byte_sample(Server& s) {
+  std::string id = s.new_process_id();
+  ProcState& st = s.procs()[id];
+  std::int64_t t0 = now_ns();
+  auto r = s.request("process/start", start_params(id, {"/bin/echo", "x"}, true), 10000);
+  if (!ok(r)) die(fmt::format("{}: process/start echo: {}", s.name(), err_text(r)));
+  if (!s.wait_until([&] { return st.first_output_ns != 0; }, 10000))
+    die(fmt::format("{}: no output from echo within 10 s", s.name()));
+  std::int64_t dt = st.first_output_ns - t0;
+  if (!s.wait_until([&] { return st.closed; }, 10000))
+    die(fmt::format("{}: echo not closed within 10 s", s.name()));
+  s.procs().erase(id);
+  return dt;
+}
+
+struct Tput {
+  double mib_s = 0;
+  double client_cpu = 0;  // client CPU / wall
+  double server_cpu = 0;  // server CPU / wall
+  double server_ms_per_mib = 0;  // server CPU per MiB delivered
+  std::uint64_t bytes = 0;
+  std::uint64_t lost = 0;   // expected - received, when the server skipped seqs
+  std::uint64_t holes = 0;
+};
+
+Tput tput_sample(Server& s, const std::string& file, std::uint64_t expect) {
+  std::string id = s.new_process_id();
+  ProcState& st = s.procs()[id];
+  std::int64_t c0 = cpu_self_ns();
+  std::int64_t sc0 = proc_cpu_ns(s.pid());
+  std::int64_t t0 = now_ns();
+  auto r = s.request("process/start", start_params(id, {"/bin/cat", file}, true), 10000);
+  if (!ok(r)) die(fmt::format("{}: process/start cat: {}", s.name(), err_text(r)));
+  if (std::getenv("BENCH_RPC_TRACE"))
+    std::fprintf(stderr, "trace %s %.3f start sent, %.3f replied\n", s.name().c_str(), ns_to_ms(t0),
+                 ns_to_ms(now_ns()));
+  if (!s.wait_until([&] { return st.closed; }, 300000))
+    die(fmt::format("{}: cat not closed within 300 s ({} bytes)", s.name(), st.bytes));
+  std::int64_t t1 = now_ns();
+  std::int64_t c1 = cpu_self_ns();
+  std::int64_t sc1 = proc_cpu_ns(s.pid());
+  if (st.bytes < expect && st.holes == 0)
+    die(fmt::format("{}: received {} bytes, expected {}, no seq hole", s.name(), st.bytes, expect));
+  Tput t;
+  t.lost = st.bytes < expect ? expect - st.bytes : 0;
+  t.holes = st.holes;
+  t.bytes = st.bytes;
+  t.mib_s = static_cast<double>(st.bytes) / (1024.0 * 1024.0) / (static_cast<double>(t1 - t0) / 1e9);
+  t.client_cpu = static_cast<double>(c1 - c0) / static_cast<double>(t1 - t0);
+  t.server_cpu = static_cast<double>(sc1 - sc0) / static_cast<double>(t1 - t0);
+  t.server_ms_per_mib = ns_to_ms(sc1 - sc0) / (static_cast<double>(st.bytes) / (1024.0 * 1024.0));
+  s.procs().erase(id);
+  return t;
+}
+
+struct Rss {
+  double base_kib = 0, loaded_kib = 0;
+};
+
+Rss rss_sample(const Peer& p, int sessions) {
+  auto s = launch(p);
+  s->idle(200);
+  Rss out;
+  out.base_kib = vmrss_kib(s->pid());
+  for (int i = 0; i < sessions; ++i) {
+    std::string id = s->new_process_id();
+    auto r = s->request("process/start", start_params(id, {"/bin/sleep", "1000"}, true), 10000);
+    if (!ok(r)) die(fmt::format("{}: process/start sleep #{}: {}", p.name, i, err_text(r)));
+  }
+  s->idle(300);
+  out.loaded_kib = vmrss_kib(s->pid());
+  s->shutdown(3000);
+  return out;
+}
+
+struct Many {
+  int expected = 0;
+  int started = 0;
+  int read_answered = 0;
+  bool status_answered = false;
+  double start_s = 0;    // time to start them all (or up to the stall)
+  double total_s = 0;    // starts + reads + status
+  double teardown_s = 0; // stdin EOF -> server exit
+  std::string stop_reason;
+  int answered() const { return started + read_answered + (status_answered ? 1 : 0); }
+  int requests() const { return expected * 2 + 1; }
+};
+
+// n sessions; `burst`: all start requests written back to back before collecting replies.
+Many many_sample(const Peer& p, int n, bool burst, int budget_ms, int per_request_ms) {
+  Many m;
+  m.expected = n;
+  auto s = launch(p);
+  std::int64_t t0 = now_ns();
+  std::int64_t deadline = t0 + static_cast<std::int64_t>(budget_ms) * 1'000'000;
+  std::vector<std::string> ids;
+  if (burst) {
+    std::vector<std::int64_t> reqs;
+    for (int i = 0; i < n; ++i) {
+      std::string id = s->new_process_id();
+      reqs.push_back(s->send_request("process/start", start_params(id, {"/bin/sleep", "1000"}, true)));
+      ids.push_back(id);
+    }
+    for (int i = 0; i < n; ++i) {
+      int left = static_cast<int>(std::max<std::int64_t>((deadline - now_ns()) / 1'000'000, 0));
+      auto r = s->await(reqs[static_cast<std::size_t>(i)], left);
+      if (!ok(r)) {
+        m.stop_reason = fmt::format("start #{}: {}", i, err_text(r));
+        break;
+      }
+      ++m.started;
+    }
+  } else {
+    for (int i = 0; i < n; ++i) {
+      int left = static_cast<int>(std::max<std::int64_t>((deadline - now_ns()) / 1'000'000, 0));
+      std::string id = s->new_process_id();
+      auto r = s->request("process/start", start_params(id, {"/bin/sleep", "1000"}, true),
+                          std::min(left, per_request_ms));
+      if (!ok(r)) {
+        m.stop_reason = fmt::format("start #{}: {}", i, err_text(r));
+        break;
+      }
+      ids.push_back(id);
+      ++m.started;
+    }
+  }
+  m.start_s = static_cast<double>(now_ns() - t0) / 1e9;
+  if (m.started == n) {
+    for (const std::string& id : ids) {
+      auto r = s->request("process/read", {{"processId", id}, {"afterSeq", 0}, {"maxBytes", 4096}, {"waitMs", 0}},
+                          per_request_ms);
+      if (!ok(r)) {
+        m.stop_reason = fmt::format("process/read {}: {}", id, err_text(r));
+        break;
+      }
+      if ((*r)["result"].value("exited", false)) {
+        m.stop_reason = fmt::format("{} exited early", id);
+        break;
+      }
+      ++m.read_answered;
+    }
+    if (m.read_answered == n) {
+      auto r = s->request("environment/status", json::object(), per_request_ms);
+      m.status_answered = ok(r);
+      if (!ok(r)) m.stop_reason = "environment/status: " + err_text(r);
+    }
+  }
+  m.total_s = static_cast<double>(now_ns() - t0) / 1e9;
+  std::int64_t e0 = now_ns();
+  s->shutdown(10000);
+  m.teardown_s = static_cast<double>(now_ns() - e0) / 1e9;
+  return m;
+}
+
+struct P2Round {
+  double base_status_ms = 0, loaded_status_ms = 0;
+  double base_read_ms = 0, loaded_read_ms = 0;
+  int loaded_samples = 0;
+  double longpoll_ms = 0;  // long poll send -> its reply
+};
+
+// One P2 round on an initialized server with a tty `cat` (a) and a tty `sleep` (b).
+P2Round p2_round(Server& s, const std::string& a, const std::string& b, int k, int& write_no) {
+  auto timed = [&](const std::string& method, json params) {
+    std::int64_t t0 = now_ns();
+    auto r = s.request(method, std::move(params), 15000);
+    if (!ok(r)) die(fmt::format("{}: {}: {}", s.name(), method, err_text(r)));
+    return ns_to_ms(now_ns() - t0);
+  };
+  json read_b = {{"processId", b}, {"afterSeq", 0}, {"maxBytes", 4096}, {"waitMs", 0}};
+  std::vector<double> bs, br, ls, lr;
+  for (int i = 0; i < k; ++i) {
+    bs.push_back(timed("environment/status", json::object()));
+    br.push_back(timed("process/read", read_b));
+  }
+  ProcState& sa = s.procs()[a];
+  std::uint64_t after = sa.last_seq;
+  std::int64_t lp0 = now_ns();
+  std::int64_t lp = s.send_request(
+      "process/read", {{"processId", a}, {"afterSeq", after}, {"maxBytes", 65536}, {"waitMs", 5000}});
+  s.idle(20);  // let the server take the long poll in
+  for (int i = 0; i < k && !s.has_response(lp); ++i) {
+    ls.push_back(timed("environment/status", json::object()));
+    if (s.has_response(lp)) break;  // it answered the long poll first: not concurrent any more
+    lr.push_back(timed("process/read", read_b));
+  }
+  // End the long poll: the tty echoes the byte.
+  std::int64_t w = s.send_request(
+      "process/write", {{"processId", a}, {"chunk", b64_encode("x")}, {"writeId", fmt::format("w{}", write_no++)}});
+  auto lr_resp = s.await(lp, 15000);
+  if (!ok(lr_resp)) die(fmt::format("{}: long poll: {}", s.name(), err_text(lr_resp)));
+  std::int64_t lp1 = now_ns();
+  auto wr = s.await(w, 15000);
+  if (!ok(wr)) die(fmt::format("{}: process/write: {}", s.name(), err_text(wr)));
+  if (!s.wait_until([&] { return sa.last_seq > after; }, 5000))
+    die(fmt::format("{}: no echo from cat", s.name()));
+  s.idle(5);
+  P2Round out;
+  out.base_status_ms = median(bs);
+  out.base_read_ms = median(br);
+  out.loaded_status_ms = median(ls);
+  out.loaded_read_ms = lr.empty() ? 0 : median(lr);
+  out.loaded_samples = static_cast<int>(ls.size());
+  out.longpoll_ms = ns_to_ms(lp1 - lp0);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+
+std::string abs3(const char* unit, const std::vector<double>& v, int prec = 2) {
+  Stats s = stats(v);
+  return fmt::format("{:.{}f}/{:.{}f}/{:.{}f} {}", s.min, prec, s.median, prec, s.max, prec, unit);
+}
+
+std::string dirname_of(const std::string& p) {
+  auto slash = p.rfind('/');
+  return slash == std::string::npos ? "." : p.substr(0, slash);
+}
+
+bool is_exec(const std::string& p) {
+  struct stat st{};
+  return !p.empty() && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+// The source directory recorded by meson in <build>/meson-info/meson-info.json.
+std::string source_root(const std::string& build) {
+  std::ifstream in(build + "/meson-info/meson-info.json");
+  if (!in) return "";
+  json j = json::parse(in, nullptr, false);
+  if (j.is_discarded()) return "";
+  return j.value(json::json_pointer("/directories/source"), std::string());
+}
+
+// Writes `bytes` of 80-column lines (79 'x' + '\n'); returns the bytes a cooked tty turns
+// them into (each '\n' becomes "\r\n").
+std::uint64_t make_lines_file(const std::string& path, std::uint64_t bytes) {
+  std::string line(79, 'x');
+  line += '\n';
+  std::string block;
+  while (block.size() < (1u << 20)) block += line;  // 1 MiB + some: whole lines
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) die("cannot write " + path);
+  std::uint64_t lines_total = 0, written = 0;
+  while (written < bytes) {
+    std::uint64_t n = std::min<std::uint64_t>(block.size(), bytes - written);
+    n -= n % line.size();
+    if (n == 0) break;
+    out.write(block.data(), static_cast<std::streamsize>(n));
+    written += n;
+    lines_total += n / line.size();
+  }
+  if (!out) die("short write " + path);
+  return written + lines_total;
+}
+
+int bench_main(int argc, char** argv) {
+  std::string uexec_path, codex_path, only;
+  std::vector<char*> rest = {argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    std::string_view a = argv[i];
+    if ((a == "--uexec" || a == "--codex" || a == "--only") && i + 1 < argc) {
+      (a == "--uexec" ? uexec_path : a == "--codex" ? codex_path : only) = argv[++i];
+    } else if (a == "--help" || a == "-h") {
+      std::printf("usage: %s [--quick] [--peers] [--json PATH] [--uexec PATH] [--codex PATH]\n"
+                "       [--only start,tput,rss,1000,p2]\n", argv[0]);
+      return 0;
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  Options o = parse_options(static_cast<int>(rest.size()), rest.data());
+  if (!o.rest.empty()) die("unknown option " + o.rest.front());
+
+  ::prctl(PR_SET_CHILD_SUBREAPER, 1);
+  std::atexit(emergency_cleanup);
+  ::signal(SIGINT, on_signal);
+  ::signal(SIGTERM, on_signal);
+  ::signal(SIGHUP, on_signal);
+  ::signal(SIGPIPE, SIG_IGN);
+
+  std::string self = self_exe();
+  std::string build = dirname_of(dirname_of(dirname_of(self)));  // <build>/tools/bench/bench_rpc
+  if (uexec_path.empty()) uexec_path = build + "/src/uexec";
+  if (!is_exec(uexec_path)) die("uexec not found at " + uexec_path + " (use --uexec PATH)");
+
+  std::vector<std::string> searched;
+  if (codex_path.empty()) {
+    std::vector<std::string> cands;
+    if (const char* e = std::getenv("UEXEC_BENCH_CODEX")) cands.emplace_back(e);
+    std::string src = source_root(build);
+    if (!src.empty()) cands.push_back(src + "/tests/conformance/" + kCodexRel);
+    cands.push_back(build + "/bench/peers/" + kCodexRel);
+    if (const char* e = std::getenv("UEXEC_BENCH_PEERS")) cands.push_back(std::string(e) + "/" + kCodexRel);
+    cands.push_back(build + "/peers/" + kCodexRel);
+    cands.push_back(std::string("tests/conformance/") + kCodexRel);
+    cands.push_back(std::string("build/bench/peers/") + kCodexRel);
+    for (auto& c : cands) {
+      searched.push_back(c);
+      if (is_exec(c)) {
+        codex_path = c;
+        break;
+      }
+    }
+  } else {
+    searched.push_back(codex_path);
+    if (!is_exec(codex_path)) codex_path.clear();
+  }
+  bool have_codex = !codex_path.empty();
+  std::string skip_note;
+  if (!have_codex) {
+    std::string list;
+    for (auto& c : searched) list += (list.empty() ? "" : ", ") + c;
+    skip_note = "skipped: Codex exec-server 0.169.0 not found (searched " + list +
+                "; install with `npm install --prefix build/bench/peers @openai/codex@0.169.0` or pass --codex PATH)";
+    std::fprintf(stderr, "bench_rpc: %s\n", skip_note.c_str());
+    if (o.peers) std::fprintf(stderr, "bench_rpc: --peers given, but the Codex rows cannot run\n");
+  } else {
+    std::fprintf(stderr, "bench_rpc: codex = %s\n", codex_path.c_str());
+  }
+  std::fprintf(stderr, "bench_rpc: uexec = %s\n", uexec_path.c_str());
+
+  const Peer U{"uexec", {uexec_path, "exec-server", "--listen", "stdio"}};
+  const Peer C{"codex", {codex_path, "exec-server", "--listen", "stdio"}};
+
+  const int start_rounds = o.quick ? 3 : 7;
+  const int start_k = o.quick ? 8 : 25;
+  const int tput_rounds = o.quick ? 3 : 5;
+  const std::uint64_t tput_bytes = (o.quick ? 8ull : 32ull) << 20;
+  const int rss_rounds = o.quick ? 2 : 4;
+  const int rss_sessions = o.quick ? 20 : 50;
+  const int many_n = 1000;
+  const int codex_budget_ms = o.quick ? 20000 : 60000;
+  const int p2_rounds = o.quick ? 2 : 4;
+  const int p2_k = o.quick ? 15 : 40;
+
+  auto want = [&](std::string_view part) {
+    if (only.empty()) return true;
+    std::string list = "," + only + ",";
+    return list.find(fmt::format(",{},", part)) != std::string::npos;
+  };
+  std::vector<Row> rows;
+  auto skipped_row = [&](std::string id, std::string name, Cmp cmp, double target) {
+    Row r = make_row(std::move(id), std::move(name), {}, cmp, target);
+    r.note = skip_note;
+    return r;
+  };
+
+  // ---- P1-start and P1-tput: one long-lived server each, samples interleaved.
+  if (want("start") || want("tput")) {
+    std::string file = fmt::format("/tmp/bench_rpc_lines.{}", ::getpid());
+    g_tmp_file = file;
+    std::uint64_t expect = make_lines_file(file, tput_bytes);
+    std::fprintf(stderr, "bench_rpc: P1-start/P1-tput\n");
+    auto su = launch(U);
+    std::unique_ptr<Server> sc;
+    if (have_codex) sc = launch(C);
+    if (want("start")) {
+      for (int i = 0; i < 3; ++i) {  // warm-up
+        first_byte_sample(*su);
+        if (sc) first_byte_sample(*sc);
+    }
+    std::vector<double> r_start, u_ms, c_ms;
+    for (int r = 0; r < start_rounds; ++r) {
+      std::vector<double> vu, vc;
+      for (int i = 0; i < start_k; ++i) {
+        vu.push_back(ns_to_ms(first_byte_sample(*su)));
+        if (sc) vc.push_back(ns_to_ms(first_byte_sample(*sc)));
+      }
+      u_ms.push_back(median(vu));
+      if (sc) {
+        c_ms.push_back(median(vc));
+        r_start.push_back(c_ms.back() / u_ms.back());
+      }
+      std::fprintf(stderr, "  start round %d/%d: uexec %.2f ms codex %s\n", r + 1, start_rounds, u_ms.back(),
+                   sc ? fmt::format("{:.2f} ms", c_ms.back()).c_str() : "-");
+    }
+    Row rs = make_row("P1-start", "process/start -> first output byte, echo x tty, codex/uexec", r_start,
+                      Cmp::kGe, 3);
+    rs.absolute_text = fmt::format("uexec {}", abs3("ms", u_ms));
+    if (sc) rs.absolute_text += fmt::format("; codex {}", abs3("ms", c_ms));
+    rs.absolute = {{"uexec_ms", u_ms}, {"codex_ms", c_ms}, {"samples_per_round", start_k}};
+    if (!sc) rs.note = skip_note;
+    rows.push_back(rs);
+    }
+
+    if (want("tput")) {
+      tput_sample(*su, file, expect);  // warm-up (page cache, allocator)
+      if (sc) tput_sample(*sc, file, expect);
+      std::vector<double> r_tput, u_mib, c_mib, u_cpu, c_cpu, u_scpu, c_scpu, r_cpm, u_cpm, c_cpm;
+      std::uint64_t u_lost = 0, c_lost = 0, u_holes = 0, c_holes = 0;
+      for (int r = 0; r < tput_rounds; ++r) {
+        Tput tu = tput_sample(*su, file, expect);
+        u_mib.push_back(tu.mib_s);
+        u_cpu.push_back(tu.client_cpu * 100);
+        u_scpu.push_back(tu.server_cpu * 100);
+        u_cpm.push_back(tu.server_ms_per_mib);
+        u_lost += tu.lost;
+        u_holes += tu.holes;
+        if (sc) {
+          Tput tc = tput_sample(*sc, file, expect);
+          c_mib.push_back(tc.mib_s);
+          c_cpu.push_back(tc.client_cpu * 100);
+          c_scpu.push_back(tc.server_cpu * 100);
+          c_cpm.push_back(tc.server_ms_per_mib);
+          r_cpm.push_back(tc.server_ms_per_mib / tu.server_ms_per_mib);
+          c_lost += tc.lost;
+          c_holes += tc.holes;
+          r_tput.push_back(tu.mib_s / tc.mib_s);
+        }
+        std::fprintf(stderr, "  tput round %d/%d: uexec %.1f MiB/s codex %s\n", r + 1, tput_rounds, u_mib.back(),
+                     sc ? fmt::format("{:.1f} MiB/s", c_mib.back()).c_str() : "-");
+    }
+    Row rt = make_row("P1-tput",
+                      fmt::format("tty throughput, cat {} MiB of 80-col lines via process/output, uexec/codex",
+                                  tput_bytes >> 20),
+                      r_tput, Cmp::kGe, 5);
+    rt.absolute_text = fmt::format("uexec {} (server CPU {}, client CPU {})", abs3("MiB/s", u_mib, 1),
+                                   abs3("%", u_scpu, 0), abs3("%", u_cpu, 0));
+    if (sc)
+      rt.absolute_text += fmt::format("; codex {} (server CPU {}, client CPU {})", abs3("MiB/s", c_mib, 1),
+                                      abs3("%", c_scpu, 0), abs3("%", c_cpu, 0));
+    auto lost_text = [&](const char* who, std::uint64_t lost, std::uint64_t holes) {
+      if (!holes) return std::string();
+      return fmt::format("; {} skipped {} seqs, {:.0f} KiB lost over {} rounds", who, holes,
+                         static_cast<double>(lost) / 1024.0, tput_rounds);
+    };
+    rt.absolute_text += lost_text("uexec", u_lost, u_holes) + lost_text("codex", c_lost, c_holes);
+    rt.absolute = {{"uexec_mib_s", u_mib}, {"codex_mib_s", c_mib}, {"uexec_client_cpu_pct", u_cpu},
+                   {"codex_client_cpu_pct", c_cpu}, {"bytes_expected", expect},
+                   {"uexec_server_cpu_pct", u_scpu}, {"codex_server_cpu_pct", c_scpu},
+                   {"uexec_seq_holes", u_holes}, {"uexec_bytes_lost", u_lost},
+                   {"codex_seq_holes", c_holes}, {"codex_bytes_lost", c_lost}};
+    if (!sc) rt.note = skip_note;
+    rows.push_back(rt);
+    Row rcpu = make_row("P1-tput-cpu", "server CPU per MiB delivered in the same runs, codex/uexec (info)", r_cpm,
+                        Cmp::kInfo, 0);
+    rcpu.absolute_text = fmt::format("uexec {}", abs3("ms/MiB", u_cpm, 1));
+    if (sc) rcpu.absolute_text += fmt::format("; codex {}", abs3("ms/MiB", c_cpm, 1));
+    rcpu.absolute = {{"uexec_server_ms_per_mib", u_cpm}, {"codex_server_ms_per_mib", c_cpm}};
+    if (!sc) rcpu.note = skip_note;
+    rows.push_back(rcpu);
+    }
+    su.reset();
+    sc.reset();
+    ::unlink(file.c_str());
+  }
+
+  // ---- P1-rss: a fresh server per sample.
+  if (want("rss")) {
+    std::fprintf(stderr, "bench_rpc: P1-rss\n");
+    std::vector<double> ratio, u_mib, c_mib, u_per, c_per, u_base, c_base;
+    for (int r = 0; r < rss_rounds; ++r) {
+      Rss ru = rss_sample(U, rss_sessions);
+      u_mib.push_back(ru.loaded_kib / 1024);
+      u_base.push_back(ru.base_kib / 1024);
+      u_per.push_back((ru.loaded_kib - ru.base_kib) / rss_sessions);
+      if (have_codex) {
+        Rss rc = rss_sample(C, rss_sessions);
+        c_mib.push_back(rc.loaded_kib / 1024);
+        c_base.push_back(rc.base_kib / 1024);
+        c_per.push_back((rc.loaded_kib - rc.base_kib) / rss_sessions);
+        ratio.push_back(ru.loaded_kib / rc.loaded_kib);
+      }
+      std::fprintf(stderr, "  rss round %d/%d: uexec %.1f MiB codex %s\n", r + 1, rss_rounds, u_mib.back(),
+                   have_codex ? fmt::format("{:.1f} MiB", c_mib.back()).c_str() : "-");
+    }
+    Row row = make_row("P1-rss",
+                       fmt::format("server VmRSS after initialize + {} idle tty sleeps, uexec/codex", rss_sessions),
+                       ratio, Cmp::kLe, 0.2);
+    row.absolute_text = fmt::format("uexec {} (idle {}, {} per session)", abs3("MiB", u_mib, 1),
+                                    abs3("MiB", u_base, 1), abs3("KiB", u_per, 1));
+    if (have_codex)
+      row.absolute_text += fmt::format("; codex {} (idle {}, {} per session)", abs3("MiB", c_mib, 1),
+                                       abs3("MiB", c_base, 1), abs3("KiB", c_per, 1));
+    row.absolute = {{"uexec_rss_mib", u_mib}, {"uexec_idle_rss_mib", u_base}, {"uexec_kib_per_session", u_per},
+                    {"codex_rss_mib", c_mib}, {"codex_idle_rss_mib", c_base}, {"codex_kib_per_session", c_per},
+                    {"sessions", rss_sessions}};
+    if (!have_codex) row.note = skip_note;
+    rows.push_back(row);
+  }
+
+  // ---- P1-1000.
+  auto many_row = [&](std::string id, std::string name, const Many& m, Cmp cmp) {
+    Row r = make_row(std::move(id), std::move(name),
+                     {static_cast<double>(m.answered()) / static_cast<double>(m.requests())}, cmp, 1);
+    r.absolute_text = fmt::format("{}/{} started in {:.2f} s, {}/{} reads + status {}; {}/{} requests answered, "
+                                  "total {:.2f} s, teardown {:.2f} s",
+                                  m.started, m.expected, m.start_s, m.read_answered, m.expected,
+                                  m.status_answered ? "ok" : "not answered", m.answered(), m.requests(), m.total_s,
+                                  m.teardown_s);
+    if (!m.stop_reason.empty()) r.absolute_text += "; stopped at " + m.stop_reason;
+    r.absolute = {{"expected", m.expected}, {"started", m.started}, {"reads_answered", m.read_answered},
+                  {"status_answered", m.status_answered}, {"requests", m.requests()},
+                  {"answered", m.answered()}, {"start_s", m.start_s}, {"total_s", m.total_s},
+                  {"teardown_s", m.teardown_s}, {"stop_reason", m.stop_reason}};
+    return r;
+  };
+  if (want("1000")) {
+    std::fprintf(stderr, "bench_rpc: P1-1000\n");
+    Many mu = many_sample(U, many_n, false, 120000, 10000);
+    std::fprintf(stderr, "  uexec sequential: %d started, %.2f s %s\n", mu.started, mu.start_s, mu.stop_reason.c_str());
+    rows.push_back(many_row("P1-1000", "1000 tty sessions on uexec, sequential: requests answered / sent", mu,
+                            Cmp::kGe));
+    Many mb = many_sample(U, many_n, true, 120000, 10000);
+    std::fprintf(stderr, "  uexec burst: %d started, %.2f s %s\n", mb.started, mb.start_s, mb.stop_reason.c_str());
+    rows.push_back(many_row("P1-1000-burst", "same, 1000 starts pipelined on uexec (info)", mb, Cmp::kInfo));
+    if (have_codex) {
+      Many mc = many_sample(C, many_n, false, codex_budget_ms, 5000);
+      std::fprintf(stderr, "  codex sequential: %d started, %.2f s %s\n", mc.started, mc.start_s,
+                   mc.stop_reason.c_str());
+      Row r = many_row("P1-1000-codex",
+                       fmt::format("same on Codex, sequential, {} s budget (info)", codex_budget_ms / 1000), mc,
+                       Cmp::kInfo);
+      rows.push_back(r);
+    } else {
+      rows.push_back(skipped_row("P1-1000-codex", "same on Codex (info)", Cmp::kInfo, 0));
+    }
+  }
+
+  // ---- P2.
+  if (want("p2")) {
+    std::fprintf(stderr, "bench_rpc: P2\n");
+    struct P2Server {
+      std::unique_ptr<Server> s;
+      std::string a, b;
+      int writes = 0;
+    };
+    auto p2_setup = [&](const Peer& p) {
+      P2Server x;
+      x.s = launch(p);
+      x.a = x.s->new_process_id();
+      x.b = x.s->new_process_id();
+      auto ra = x.s->request("process/start", start_params(x.a, {"/bin/cat"}, true), 10000);
+      auto rb = x.s->request("process/start", start_params(x.b, {"/bin/sleep", "1000"}, true), 10000);
+      if (!ok(ra) || !ok(rb)) die(p.name + ": P2 process/start failed");
+      x.s->idle(100);
+      for (int i = 0; i < 20; ++i) x.s->request("environment/status", json::object(), 5000);
+      return x;
+    };
+    P2Server xu = p2_setup(U);
+    std::optional<P2Server> xc;
+    if (have_codex) xc = p2_setup(C);
+    std::vector<double> us, ur, cs, u_bs, u_ls, u_br, u_lr, c_bs, c_ls, u_lp, c_lp;
+    for (int r = 0; r < p2_rounds; ++r) {
+      P2Round pu = p2_round(*xu.s, xu.a, xu.b, p2_k, xu.writes);
+      us.push_back(pu.loaded_status_ms / pu.base_status_ms);
+      ur.push_back(pu.loaded_read_ms / pu.base_read_ms);
+      u_bs.push_back(pu.base_status_ms * 1000);
+      u_ls.push_back(pu.loaded_status_ms * 1000);
+      u_br.push_back(pu.base_read_ms * 1000);
+      u_lr.push_back(pu.loaded_read_ms * 1000);
+      u_lp.push_back(pu.longpoll_ms);
+      if (pu.loaded_samples < p2_k)
+        std::fprintf(stderr, "  uexec: long poll answered early (%d samples)\n", pu.loaded_samples);
+      if (xc) {
+        P2Round pc = p2_round(*xc->s, xc->a, xc->b, p2_k, xc->writes);
+        cs.push_back(pc.loaded_status_ms / pc.base_status_ms);
+        c_bs.push_back(pc.base_status_ms);
+        c_ls.push_back(pc.loaded_status_ms);
+        c_lp.push_back(pc.longpoll_ms);
+      }
+      std::fprintf(stderr, "  p2 round %d/%d: uexec status x%.2f read x%.2f codex %s\n", r + 1, p2_rounds, us.back(),
+                   ur.back(), xc ? fmt::format("x{:.0f}", cs.back()).c_str() : "-");
+    }
+    Row rs = make_row("P2-status", "environment/status latency, long poll pending / none, uexec", us, Cmp::kLe, 1.5);
+    rs.absolute_text = fmt::format("idle {}; with long poll {}", abs3("us", u_bs, 0), abs3("us", u_ls, 0));
+    rs.absolute = {{"idle_us", u_bs}, {"loaded_us", u_ls}, {"long_poll_ms", u_lp}, {"samples_per_round", p2_k}};
+    rows.push_back(rs);
+    Row rr = make_row("P2-read", "process/read waitMs 0 of another process, long poll pending / none, uexec", ur,
+                      Cmp::kLe, 1.5);
+    rr.absolute_text = fmt::format("idle {}; with long poll {}", abs3("us", u_br, 0), abs3("us", u_lr, 0));
+    rr.absolute = {{"idle_us", u_br}, {"loaded_us", u_lr}, {"samples_per_round", p2_k}};
+    rows.push_back(rr);
+    if (xc) {
+      Row rc = make_row("P2-codex", "environment/status latency, long poll pending / none, Codex (info)", cs,
+                        Cmp::kInfo, 0);
+      rc.absolute_text = fmt::format("idle {}; with long poll {}", abs3("ms", c_bs, 3), abs3("ms", c_ls, 0));
+      rc.absolute = {{"idle_ms", c_bs}, {"loaded_ms", c_ls}, {"long_poll_ms", c_lp}};
+      rows.push_back(rc);
+    } else {
+      rows.push_back(skipped_row("P2-codex", "environment/status latency with long poll pending, Codex (info)",
+                                 Cmp::kInfo, 0));
+    }
+  }
+
+  finish(o, fmt::format("bench_rpc (uexec exec-server vs Codex exec-server 0.169.0{}{})", o.quick ? ", quick" : "",
+                        have_codex ? "" : ", Codex not found"),
+         rows);
+  emergency_cleanup();
+  return 0;
+}
+
+}  // namespace
+}  // namespace uexec::bench
+
+int main(int argc, char** argv) { return uexec::bench::bench_main(argc, argv); }
