@@ -115,6 +115,8 @@ struct ExecService::AgentSession {
   Clock::time_point created, last_used, last_output, last_input;
   Offset reader = 0;
   std::uint64_t seen_total = 0;
+  bool app_cursor = false;  // DECCKM: the program asked for application cursor keys
+  std::string mode_carry;   // the tail of the last scan, for a sequence split across chunks
   bool counted = false;
   bool ended = false;
   bool awaiting_reported = false;
@@ -336,10 +338,29 @@ void ExecService::arm_idle(AgentSession& a) {
   });
 }
 
+// Follows DECCKM (ESC [ ? 1 h / l) in new output, so arrow keys are sent the way the
+// program asked for them (SS3 in application mode). The screen model will do this for all
+// modes; until then this one matters for agents driving full-screen programs.
+void ExecService::track_cursor_mode(AgentSession& a, session::Offset from) {
+  auto r = a.s->output().read_from(from, SIZE_MAX);
+  for (const auto& piece : r.pieces) {
+    std::string text = a.mode_carry;
+    text.append(reinterpret_cast<const char*>(piece.bytes.data()), piece.bytes.size());
+    for (std::size_t pos = text.find("\x1b[?1"); pos != std::string::npos; pos = text.find("\x1b[?1", pos + 1)) {
+      if (pos + 4 >= text.size()) break;  // ESC [ ? 1 then h or l
+      if (text[pos + 4] == 'h') a.app_cursor = true;
+      else if (text[pos + 4] == 'l') a.app_cursor = false;
+    }
+    if (text.find("\x1b" "c") != std::string::npos) a.app_cursor = false;  // RIS resets it
+    a.mode_carry = text.size() > 4 ? text.substr(text.size() - 4) : text;
+  }
+}
+
 void ExecService::on_activity(AgentSession& a) {
   auto now = Clock::now();
   std::uint64_t total = a.s->output().total();
   if (total != a.seen_total) {
+    if (a.tty) track_cursor_mode(a, a.seen_total);
     a.seen_total = total;
     a.last_output = now;
     a.awaiting_reported = false;
@@ -896,7 +917,7 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
                 "raw mode)");
         }
         std::string data = p.chars;
-        for (const auto& k : keys) data += *key_bytes(k, true, false);
+        for (const auto& k : keys) data += *key_bytes(k, true, s.app_cursor);
         if (p.close_stdin) data += "\x04";
         if (auto r = s.s->write(data); !r) {
           if (r.error().code == Errc::kLimit)

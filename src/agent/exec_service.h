@@ -235,6 +235,7 @@ class ExecService {
   bool issued(long id) const;
   void on_activity(AgentSession& a);
   void arm_idle(AgentSession& a);
+  void track_cursor_mode(AgentSession& a, session::Offset from);
 
   session::ProcessManager& pm_;
   loop::Loop& loop_;

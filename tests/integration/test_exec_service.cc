@@ -685,3 +685,19 @@ TEST_CASE("ids are random in [1000, 100000) and not reused while tombstoned") {
   }
   CHECK(seen.size() == 20);
 }
+
+TEST_CASE("arrow keys use the SS3 form after the program enables application cursor keys") {
+  AgentFixture f;
+  // head -c 3 takes exactly one arrow key's bytes, then od shows them.
+  auto r = f.exec_cmd(cmd("stty raw -echo; printf '\\033[?1h'; head -c 3 | od -An -c", true, 500));
+  REQUIRE(r->session_id);
+  WriteParams up;
+  up.session_id = r->session_id;
+  up.keys = {"up"};
+  up.yield_time_ms = 3000;
+  auto out = f.write(up);
+  // od shows ESC as 033: SS3 is "033   O   A", CSI would be "033   [   A".
+  INFO(out->output);
+  CHECK(out->output.find("O   A") != std::string::npos);
+  CHECK(out->output.find("[   A") == std::string::npos);
+}
