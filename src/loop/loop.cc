@@ -34,6 +34,13 @@ Loop::~Loop() {
 
 void Loop::run() { uv_run(&loop_, UV_RUN_DEFAULT); }
 
+void Loop::settle(int turns) {
+  for (int i = 0; i < turns; ++i) {
+    uv_run(&loop_, UV_RUN_NOWAIT);
+    if (open_handles() == 0 && !uv_loop_alive(&loop_)) break;
+  }
+}
+
 bool Loop::run_once(bool wait) { return uv_run(&loop_, wait ? UV_RUN_ONCE : UV_RUN_NOWAIT) != 0; }
 
 void Loop::post(std::function<void()> fn) {

@@ -37,6 +37,9 @@ class Loop {
   // One iteration; blocks for I/O when `wait`. Returns true while handles remain active.
   bool run_once(bool wait = true);
   void stop() noexcept { uv_stop(&loop_); }
+  // Runs non-blocking turns until only the loop's own handles remain open or `turns` ran:
+  // lets close callbacks (ours and libraries') finish. Never call it from a callback.
+  void settle(int turns = 16);
 
   // Thread-safe: runs fn on the loop thread soon.
   void post(std::function<void()> fn);

@@ -217,7 +217,16 @@ std::string new_token() {
 WsServer::WsServer(loop::Loop& loop, rpc::ExecServer& server, WsOptions options)
     : loop_(loop), server_(server), opts_(std::move(options)) {}
 
-WsServer::~WsServer() { stop(); }
+WsServer::~WsServer() {
+  if (!ctx_) return;
+  // With libuv, lws tears down in stages: the first destroy starts closing its handles, the
+  // loop must turn for their close callbacks, and a second destroy frees the context.
+  stop();
+  loop_.settle();
+  lws_context_destroy(ctx_);
+  ctx_ = nullptr;
+  loop_.settle();
+}
 
 Result<void> WsServer::start() {
   static bool log_set = false;
@@ -248,11 +257,11 @@ Result<void> WsServer::start() {
 }
 
 void WsServer::stop() {
-  if (!ctx_) return;
+  if (!ctx_ || stopping_) return;
+  // Starts the teardown: connections close, listeners stop. The context is freed by the
+  // destructor, which must run outside any loop callback (uv_run does not nest).
+  stopping_ = true;
   lws_context_destroy(ctx_);
-  ctx_ = nullptr;
-  // lws closes its libuv handles asynchronously: give the loop its turn.
-  for (int i = 0; i < 8; ++i) loop_.run_once(false);
 }
 
 }  // namespace uexec::web

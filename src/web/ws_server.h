@@ -10,8 +10,9 @@
 // stays open. Outbound messages wait in a per-connection queue that the ExecServer sees
 // through Peer::queued, so its watermarks apply here too.
 //
-// Lifecycle: start() creates the lws context on the loop; stop() destroys it and lets the
-// loop close lws's handles before the Loop's leak check. Loop thread only.
+// Lifecycle: start() creates the lws context on the loop; stop() starts lws's staged
+// teardown (safe inside a callback); the destructor turns the loop and completes it, so it
+// must run outside any loop callback, before the Loop's leak check. Loop thread only.
 #pragma once
 
 #include <memory>
@@ -55,6 +56,7 @@ class WsServer {
   rpc::ExecServer& server_;
   WsOptions opts_;
   lws_context* ctx_ = nullptr;
+  bool stopping_ = false;
   int port_ = 0;
   std::size_t connections_ = 0;
 };

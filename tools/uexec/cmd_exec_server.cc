@@ -85,7 +85,8 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     if (!wo.host.empty() && wo.host.front() == '[') wo.host = wo.host.substr(1, wo.host.size() - 2);
     wo.port = colon == std::string::npos ? 0 : std::atoi(hostport.substr(colon + 1).c_str());
     if (const char* t = std::getenv("UEXEC_WS_TOKEN")) wo.token = t;
-    web::WsServer wss(loop, *server, wo);
+    auto wss_owner = std::make_unique<web::WsServer>(loop, *server, wo);
+    web::WsServer& wss = *wss_owner;
     if (auto r = wss.start(); !r) {
       std::fprintf(stderr, "uexec exec-server: %s\n", r.error().message().c_str());
       return kExitInternal;
@@ -108,7 +109,6 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     }
     loop.run();
     ws_watchers.clear();
-    wss.stop();
     server.reset();
     exec.reset();
     pm.reset();
