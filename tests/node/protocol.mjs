@@ -193,6 +193,44 @@ async function common(label, p) {
   c("resize of a pipe process: notTty", r.error?.data?.kind === "notTty", JSON.stringify(r));
   r = await p.request("environment/status", {});
   c("still serving", r.result?.status === "ready", JSON.stringify(r));
+
+  // The rest of the method table: info, signal, terminate, resize, list, wait, unsubscribe, exec/*.
+  r = await p.request("environment/info", {});
+  c("environment/info", r.result?.platformOs === "linux" && r.result?.cwd?.startsWith("file://"), JSON.stringify(r).slice(0, 200));
+  r = await p.request("process/start", { processId: "sh", argv: ["/bin/sh", "-c", "trap 'echo got-int' INT; echo ready; while :; do sleep 0.05; done"], cwd: "file:///tmp", env: { PATH: "/usr/bin:/bin" } });
+  await p.until(() => p.outputOf("sh").includes("ready"), 5000);
+  const waitP = p.request("process/wait", { processId: "sh", until: { regex: "got-int" }, timeoutMs: 5000 }, 8000);
+  await sleep(100);
+  const sig = await p.request("process/signal", { processId: "sh", signal: "interrupt" });
+  c("process/signal interrupt", sig.result?.delivered === true, JSON.stringify(sig));
+  const waited = await waitP;
+  c("process/wait until regex", waited.result?.fired === "regex" && waited.result?.match?.text === "got-int", JSON.stringify(waited));
+  r = await p.request("process/list", {});
+  c("process/list", r.result?.processes?.some((x) => x.processId === "sh" && x.state === "running"), JSON.stringify(r).slice(0, 200));
+  r = await p.request("process/unsubscribe", { processId: "sh" });
+  c("process/unsubscribe", r.result?.subscribed === false, JSON.stringify(r));
+  r = await p.request("process/subscribe", { processId: "sh" });
+  c("process/subscribe (live from now)", r.result?.subscribed === true && r.result?.nextSeq > 1, JSON.stringify(r));
+  r = await p.request("process/terminate", { processId: "sh", graceMs: 200 });
+  c("process/terminate of a running process", r.result?.running === true, JSON.stringify(r));
+  r = await p.request("process/wait", { processId: "sh", timeoutMs: 5000 }, 8000);
+  c("process/wait until exit", r.result?.fired === "exit" && r.result?.exited === true, JSON.stringify(r));
+  r = await p.request("process/terminate", { processId: "sh" });
+  c("process/terminate after the exit", r.result?.running === false, JSON.stringify(r));
+  r = await p.request("process/start", { processId: "tty", argv: ["/bin/sh", "-c", "read x; stty size"], cwd: "file:///tmp", env: { PATH: "/usr/bin:/bin" }, tty: true, size: { rows: 30, cols: 90 } });
+  r = await p.request("process/resize", { processId: "tty", rows: 40, cols: 100 });
+  c("process/resize", r.result !== undefined, JSON.stringify(r));
+  await p.request("process/write", { processId: "tty", chunk: b64("\n"), writeId: "t1" });
+  await p.until(() => p.outputOf("tty").includes("40 100"), 5000);
+  c("the resize reaches the child", p.outputOf("tty").includes("40 100"), JSON.stringify(p.outputOf("tty")));
+  r = await p.request("process/snapshot", { processId: "tty" });
+  c("process/snapshot: a clear error until the screen model exists", r.error?.code === -32602 && r.error?.data?.kind === "unsupported", JSON.stringify(r));
+  r = await p.request("exec/command", { cmd: "echo via-exec", login: false });
+  c("exec/command", r.result?.structuredContent?.output === "via-exec\n" && r.result?.isError === false, JSON.stringify(r).slice(0, 300));
+  r = await p.request("exec/writeStdin", { session_id: 99999, chars: "x" });
+  c("exec/writeStdin: a tool error is an isError result", r.result?.isError === true, JSON.stringify(r).slice(0, 300));
+  r = await p.request("exec/listSessions", {});
+  c("exec/listSessions", typeof r.result?.content?.[0]?.text === "string", JSON.stringify(r).slice(0, 200));
 }
 
 async function oversize(label, p) {
