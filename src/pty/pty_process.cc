@@ -213,9 +213,11 @@ void PtyProcess::on_stdin_poll(uv_poll_t* h, int /*status*/, int /*events*/) noe
 void PtyProcess::handle_readable(Output& out, std::size_t budget) {
   std::span<std::byte> slab = loop_->read_slab();
   std::size_t total = 0;
+  bool eio_once = false;
   while (out.fd && !out.closed && !reading_paused_) {  // a listener may pause us mid-burst
     ssize_t n = ::read(out.fd.get(), slab.data(), slab.size());
     if (n > 0) {
+      eio_once = false;
       listener_->on_output(out.stream, slab.first(static_cast<std::size_t>(n)));
       total += static_cast<std::size_t>(n);
       if (total >= budget) return;  // level-triggered: the poll fires again next turn
@@ -228,6 +230,13 @@ void PtyProcess::handle_readable(Output& out, std::size_t budget) {
     // PTY that is the normal end, so it becomes EOF here and nowhere else. The child may
     // still be alive with its fds closed (`head` does that): closing the last master fd
     // now would hang the terminal up and SIGHUP it, so the master stays open until the reap.
+    // EOF needs two EIOs in a row: each read first flushes the tty's pending buffer work,
+    // and a second read picks up anything that work pushed after the first one gave up
+    // (a rare loss seen once in thousands of fast exits).
+    if (errno == EIO && !eio_once) {
+      eio_once = true;
+      continue;
+    }
     if (errno != EIO) UEXEC_LOG(kWarn, "read {}: {}", stream_name(out.stream), std::strerror(errno));
     return close_output(out, opts_.tty && !exited_);
   }

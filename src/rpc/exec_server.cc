@@ -244,6 +244,8 @@ void ExecServer::forget(Process& p, const std::string& reason) {
     tombstone_order_.erase(tombstone_order_.begin());
   }
   s->procs.erase(p.id);  // destroys p
+  // A detached session kept "until killed" that has nothing left is done.
+  if (s->procs.empty() && !s->conn && s->keep_forever) drop_session(s->id);
   check_shutdown();
 }
 

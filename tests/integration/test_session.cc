@@ -39,7 +39,12 @@ TEST_CASE("a fast-exiting child's last 64 KiB is never lost (exit-before-data ra
     bool tty = i % 4 != 3;  // mostly PTYs, some pipes
     auto& s = f.start(request({pty_child(), "exit-fast", "3", "65536"}, tty));
     REQUIRE(f.wait_finished(s));
-    if (all_output(s) != expected || s.verdict()->status.code != 3) ++failures;
+    std::string got = all_output(s);
+    if (got != expected || s.verdict()->status.code != 3) {
+      ++failures;
+      MESSAGE("run " << i << (tty ? " tty" : " pipes") << ": got " << got.size() << " bytes, exit "
+                     << s.verdict()->status.describe() << (s.output_eof() ? ", EOF" : ", hung up"));
+    }
     CHECK(s.exited_seq() > 0);
     CHECK(s.closed_seq() > s.exited_seq());
     CHECK(s.output_eof());
