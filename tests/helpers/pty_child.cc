@@ -14,6 +14,7 @@
 //   kill-self SIG       raise signal SIG
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
@@ -100,13 +101,17 @@ int main(int argc, char** argv) {
       print("size " + std::to_string(ws.ws_row) + " " + std::to_string(ws.ws_col) + "\n");
     };
     report();
+    // Poll with a short timeout rather than block in read(): a SIGWINCH landing between
+    // the check and a blocking read would otherwise wait for the next keystroke.
     char c;
     for (;;) {
-      ssize_t n = ::read(0, &c, 1);
       if (g_winch) {
         g_winch = 0;
         report();
       }
+      pollfd p{0, POLLIN, 0};
+      if (::poll(&p, 1, 20) <= 0) continue;
+      ssize_t n = ::read(0, &c, 1);
       if (n == 0 || (n < 0 && errno != EINTR)) return 0;
     }
   }
