@@ -783,6 +783,18 @@ void ExecService::to_tombstone(long id) {
 
 // ---- the tools ---------------------------------------------------------------------------------
 
+namespace {
+// A call's wait that starts when it gets its turn on the session, for `yield` ms, no settle.
+template <class CallT, class SessionT>
+std::function<Result<void>(CallT&, SessionT&)> make_wait_from_turn(long yield) {
+  return [yield](CallT& call, SessionT&) -> Result<void> {
+    call.t0 = call.settle_end = Clock::now();
+    call.deadline = call.t0 + milliseconds{yield};
+    return {};
+  };
+}
+}  // namespace
+
 CallId ExecService::exec_command(ExecParams p, Reply done) {
   auto reject = [&](std::string msg) -> CallId {
     done(tool_error(fmt::format("exec_command failed for `{}`: {}", p.cmd, msg)));
@@ -822,11 +834,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
         c->until = until;
         c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
         c->lines.push_back(fmt::format("Session name: {} (existing)", *p.name));
-        c->on_begin = [yield](Call& call, AgentSession&) -> Result<void> {
-          call.t0 = call.settle_end = Clock::now();
-          call.deadline = call.t0 + milliseconds{yield};
-          return {};
-        };
+        c->on_begin = make_wait_from_turn<Call, AgentSession>(yield);
         CallId cid = c->id;
         enqueue(c);
         return cid;
@@ -855,11 +863,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
   c->yield_requested = requested;
   c->yield_capped = requested > cfg_.yield_max.count();
   if (p.name) c->lines.push_back(fmt::format("Session name: {}", *p.name));
-  c->on_begin = [yield](Call& call, AgentSession&) -> Result<void> {
-    call.t0 = call.settle_end = Clock::now();
-    call.deadline = call.t0 + milliseconds{yield};
-    return {};
-  };
+  c->on_begin = make_wait_from_turn<Call, AgentSession>(yield);
   CallId cid = c->id;
   enqueue(c);
   return cid;

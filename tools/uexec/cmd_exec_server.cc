@@ -22,6 +22,7 @@
 #include "rpc/line_channel.h"
 #include "session/process_manager.h"
 #include "tools/uexec/commands.h"
+#include "tools/uexec/front_door.h"
 #if UEXEC_HAVE_LWS
 #include "web/ws_server.h"
 #endif
@@ -61,10 +62,8 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     return kExitUsage;
   }
 #endif
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
-  char cwd_buf[PATH_MAX];
-  std::string cwd = ::getcwd(cwd_buf, sizeof cwd_buf) ? cwd_buf : "/";
+  std::vector<std::string> env = process_environment();
+  std::string cwd = current_directory();
 
   loop::Loop loop;
   base::Config cfg;
@@ -95,18 +94,13 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     std::printf("ws://%s:%d\n", wo.host.c_str(), wss.port());
     std::fflush(stdout);
     bool stopping_ws = false;
-    std::vector<std::unique_ptr<loop::SignalWatcher>> ws_watchers;
-    for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
-      auto w = std::make_unique<loop::SignalWatcher>(loop);
-      if (w->start(sig, [&](int) {
-            if (stopping_ws) return;
-            stopping_ws = true;
-            wss.stop();
-            exec->shutdown([] {});
-            server->shutdown(false, [&] { loop.stop(); });
-          }))
-        ws_watchers.push_back(std::move(w));
-    }
+    auto ws_watchers = on_stop_signals(loop, [&] {
+      if (stopping_ws) return;
+      stopping_ws = true;
+      wss.stop();
+      exec->shutdown([] {});
+      server->shutdown(false, [&] { loop.stop(); });
+    });
     loop.run();
     ws_watchers.clear();
     server.reset();
@@ -130,11 +124,7 @@ int cmd_exec_server(const std::vector<std::string>& args) {
   channel.on_line = [&](std::string_view line) { conn->handle_line(line); };
   channel.on_oversize = [&](std::size_t limit) { conn->handle_oversize(limit); };
   channel.on_eof = [&] { stop(grace_ms <= 0); };
-  std::vector<std::unique_ptr<loop::SignalWatcher>> watchers;
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
-    auto w = std::make_unique<loop::SignalWatcher>(loop);
-    if (w->start(sig, [&](int) { stop(false); })) watchers.push_back(std::move(w));
-  }
+  auto watchers = on_stop_signals(loop, [&] { stop(false); });
   if (auto r = channel.start(); !r) {
     std::fprintf(stderr, "uexec exec-server: %s\n", r.error().message().c_str());
     return kExitInternal;

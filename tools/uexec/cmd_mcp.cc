@@ -19,6 +19,7 @@
 #include "rpc/line_channel.h"
 #include "session/process_manager.h"
 #include "tools/uexec/commands.h"
+#include "tools/uexec/front_door.h"
 
 extern char** environ;
 
@@ -38,10 +39,8 @@ int cmd_mcp(const std::vector<std::string>& args) {
     std::fprintf(stderr, "uexec mcp: unknown option %s (--connect comes with the daemon)\n", a.c_str());
     return kExitUsage;
   }
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
-  char cwd_buf[PATH_MAX];
-  std::string cwd = ::getcwd(cwd_buf, sizeof cwd_buf) ? cwd_buf : "/";
+  std::vector<std::string> env = process_environment();
+  std::string cwd = current_directory();
 
   loop::Loop loop;
   base::Config cfg;
@@ -61,11 +60,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
   channel.on_line = [&](std::string_view line) { server.handle_line(line); };
   channel.on_oversize = [&](std::size_t limit) { server.handle_oversize(limit); };
   channel.on_eof = stop;
-  std::vector<std::unique_ptr<loop::SignalWatcher>> watchers;
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
-    auto w = std::make_unique<loop::SignalWatcher>(loop);
-    if (w->start(sig, [&](int) { stop(); })) watchers.push_back(std::move(w));
-  }
+  auto watchers = on_stop_signals(loop, stop);
   if (auto r = channel.start(); !r) {
     std::fprintf(stderr, "uexec mcp: %s\n", r.error().message().c_str());
     return kExitInternal;

@@ -22,6 +22,7 @@
 #include "rpc/unix_server.h"
 #include "session/process_manager.h"
 #include "tools/uexec/commands.h"
+#include "tools/uexec/front_door.h"
 #if UEXEC_HAVE_LWS
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -55,10 +56,8 @@ int cmd_serve(const std::vector<std::string>& args) {
       return kExitUsage;
     }
   }
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
-  char cwd_buf[PATH_MAX];
-  std::string cwd = ::getcwd(cwd_buf, sizeof cwd_buf) ? cwd_buf : "/";
+  std::vector<std::string> env = process_environment();
+  std::string cwd = current_directory();
 
   loop::Loop loop;
   base::Config cfg;
@@ -105,7 +104,6 @@ int cmd_serve(const std::vector<std::string>& args) {
 #endif
 
   bool stopping = false;
-  std::vector<std::unique_ptr<loop::SignalWatcher>> watchers;
   auto stop = [&] {
     if (stopping) return;
     stopping = true;
@@ -117,10 +115,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     exec->shutdown([] {});
     server->shutdown(false, [&] { loop.stop(); });
   };
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
-    auto w = std::make_unique<loop::SignalWatcher>(loop);
-    if (w->start(sig, [&](int) { stop(); })) watchers.push_back(std::move(w));
-  }
+  auto watchers = on_stop_signals(loop, stop);
   // The listener keeps the loop alive; signal watchers are unref'd.
   loop.run();
   watchers.clear();
