@@ -342,17 +342,24 @@ void ExecService::arm_idle(AgentSession& a) {
 // program asked for them (SS3 in application mode). The screen model will do this for all
 // modes; until then this one matters for agents driving full-screen programs.
 void ExecService::track_cursor_mode(AgentSession& a, session::Offset from) {
+  // Scans the ring's bytes in place; only a sequence split across chunks is stitched from
+  // the 4-byte carry (an ESC [ ? 1 h/l is 5 bytes), so this adds no copy of the output.
+  auto scan = [&a](std::string_view t) {
+    for (std::size_t pos = t.find("\x1b[?1"); pos != std::string_view::npos; pos = t.find("\x1b[?1", pos + 1)) {
+      if (pos + 4 >= t.size()) break;
+      if (t[pos + 4] == 'h') a.app_cursor = true;
+      else if (t[pos + 4] == 'l') a.app_cursor = false;
+    }
+    if (t.find("\x1b" "c") != std::string_view::npos) a.app_cursor = false;  // RIS resets it
+  };
   auto r = a.s->output().read_from(from, SIZE_MAX);
   for (const auto& piece : r.pieces) {
-    std::string text = a.mode_carry;
-    text.append(reinterpret_cast<const char*>(piece.bytes.data()), piece.bytes.size());
-    for (std::size_t pos = text.find("\x1b[?1"); pos != std::string::npos; pos = text.find("\x1b[?1", pos + 1)) {
-      if (pos + 4 >= text.size()) break;  // ESC [ ? 1 then h or l
-      if (text[pos + 4] == 'h') a.app_cursor = true;
-      else if (text[pos + 4] == 'l') a.app_cursor = false;
-    }
-    if (text.find("\x1b" "c") != std::string::npos) a.app_cursor = false;  // RIS resets it
-    a.mode_carry = text.size() > 4 ? text.substr(text.size() - 4) : text;
+    std::string_view v(reinterpret_cast<const char*>(piece.bytes.data()), piece.bytes.size());
+    std::string edge = a.mode_carry + std::string(v.substr(0, 4));
+    scan(edge);
+    scan(v);
+    std::string tail = v.size() >= 4 ? std::string(v.substr(v.size() - 4)) : a.mode_carry + std::string(v);
+    a.mode_carry = tail.size() > 4 ? tail.substr(tail.size() - 4) : tail;
   }
 }
 

@@ -82,6 +82,22 @@ std::optional<Target> resolve(rpc::Client& c, const std::string& id) {
 
 json addr(const Target& t) { return {{"processId", t.process}, {"sessionId", t.session}}; }
 
+// Connects and finds the process `id` names. On failure it has said why, and *code is the
+// exit code to return.
+std::optional<std::pair<rpc::Client, Target>> open_target(const std::string& id, int* code) {
+  auto c = connect();
+  if (!c) {
+    *code = kExitInternal;
+    return std::nullopt;
+  }
+  auto t = resolve(*c, id);
+  if (!t) {
+    *code = 1;
+    return std::nullopt;
+  }
+  return std::make_pair(std::move(*c), *t);
+}
+
 void write_out(const std::string& bytes) {
   std::size_t off = 0;
   while (off < bytes.size()) {
@@ -159,10 +175,12 @@ int cmd_send(const std::vector<std::string>& args) {
     std::fputs("usage: uexec send ID TEXT [--no-newline]\n", stderr);
     return kExitUsage;
   }
-  auto c = connect();
-  if (!c) return kExitInternal;
-  auto t = resolve(*c, pos[0]);
-  if (!t) return 1;
+  int code = 0;
+  auto opened = open_target(pos[0], &code);
+  if (!opened) return code;
+  auto& [client, target] = *opened;
+  rpc::Client* c = &client;
+  const Target* t = &target;
   std::string text = pos[1] + (newline ? (t->tty ? "\r" : "\n") : "");
   json params = addr(*t);
   params["chunk"] = rpc::base64_encode(text);
@@ -186,10 +204,12 @@ int cmd_kill(const std::vector<std::string>& args) {
     std::fputs("usage: uexec kill ID [--signal interrupt|terminate|kill|hangup|quit|suspend|continue]\n", stderr);
     return kExitUsage;
   }
-  auto c = connect();
-  if (!c) return kExitInternal;
-  auto t = resolve(*c, pos[0]);
-  if (!t) return 1;
+  int code = 0;
+  auto opened = open_target(pos[0], &code);
+  if (!opened) return code;
+  auto& [client, target] = *opened;
+  rpc::Client* c = &client;
+  const Target* t = &target;
   json params = addr(*t);
   base::Result<json> r = json();
   if (sig.empty()) {
@@ -234,10 +254,12 @@ int cmd_logs(const std::vector<std::string>& args) {
     std::fputs("usage: uexec logs ID [--follow]\n", stderr);
     return kExitUsage;
   }
-  auto c = connect();
-  if (!c) return kExitInternal;
-  auto t = resolve(*c, pos[0]);
-  if (!t) return 1;
+  int code = 0;
+  auto opened = open_target(pos[0], &code);
+  if (!opened) return code;
+  auto& [client, target] = *opened;
+  rpc::Client* c = &client;
+  const Target* t = &target;
   if (follow) {
     json params = addr(*t);
     params["afterSeq"] = 0;  // replay what is retained, then live
@@ -270,10 +292,12 @@ int cmd_attach(const std::vector<std::string>& args) {
     std::fputs("usage: uexec attach ID   (Ctrl-] detaches)\n", stderr);
     return kExitUsage;
   }
-  auto c = connect();
-  if (!c) return kExitInternal;
-  auto t = resolve(*c, args[0]);
-  if (!t) return 1;
+  int open_code = 0;
+  auto opened = open_target(args[0], &open_code);
+  if (!opened) return open_code;
+  auto& [client, target] = *opened;
+  rpc::Client* c = &client;
+  const Target* t = &target;
   json sub = addr(*t);
   sub["afterSeq"] = 0;
   if (auto r = c->call("process/subscribe", sub); !r) {
