@@ -19,6 +19,12 @@ usage:
       gets a PTY, and when stdin is a terminal it is put in raw mode and forwarded, with
       the window size, until the command ends.
       When the command cannot start: 127 (not found), 126 (found, cannot run), 125 (other).
+      --sandbox MODE runs it sandboxed (the options of `uexec sandbox`).
+  uexec sandbox [--mode MODE] [--writable DIR]... [--deny-read GLOB]... [--network on|off]
+                [--backend auto|namespaces|landlock|bwrap] [--log-denials] -- CMD [ARG...]
+      Run CMD under a sandbox policy on this terminal, like `codex sandbox`: read-only,
+      workspace-write (default: the cwd and /tmp writable, .git/.codex/.uexec read-only,
+      no network) or danger-full-access. `uexec sandbox --check` shows what this host has.
   uexec mcp
       An MCP server on stdio for AI agents: exec_command, write_stdin, list_sessions,
       kill_session, read_output. On stdin EOF it ends its sessions and exits 0.
@@ -66,6 +72,7 @@ int main(int argc, char** argv) {
   std::string cmd = args.front();
   args.erase(args.begin());
   if (cmd == "run") return uexec::cli::cmd_run(args);
+  if (cmd == "sandbox") return uexec::cli::cmd_sandbox(args);
   if (cmd == "demo") return uexec::cli::cmd_demo(args);
   if (cmd == "mcp") return uexec::cli::cmd_mcp(args);
   if (cmd == "exec-server") return uexec::cli::cmd_exec_server(args);

@@ -25,6 +25,7 @@ const char* errc_name(Errc code) noexcept {
     case Errc::kClosed: return "closed";
     case Errc::kLimit: return "limit reached";
     case Errc::kUnsupported: return "unsupported";
+    case Errc::kPolicy: return "sandbox policy";
   }
   return "unknown";
 }

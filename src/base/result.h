@@ -25,6 +25,7 @@ enum class Errc {
   kClosed,        // writing to a closed stdin, a finished session
   kLimit,         // a configured limit was reached
   kUnsupported,
+  kPolicy,        // a sandbox policy that cannot be enforced as asked: never weakened, refused
 };
 
 const char* errc_name(Errc code) noexcept;

@@ -2,22 +2,81 @@
 
 #include <unistd.h>
 
+#include <climits>
+
+#include "policy/bwrap.h"
+#include "policy/linux_sandbox.h"
+
 extern char** environ;
 
 namespace uexec::policy {
+
+using base::Errc;
+using base::Error;
+using base::Result;
 
 const char* sandbox_kind_name(SandboxKind kind) noexcept {
   switch (kind) {
     case SandboxKind::kNone: return "none";
     case SandboxKind::kFake: return "fake";
+    case SandboxKind::kLinuxNamespaces: return "linux-ns";
+    case SandboxKind::kLinuxLandlock: return "linux-landlock";
+    case SandboxKind::kLinuxBwrap: return "linux-bwrap";
+    case SandboxKind::kMacosSeatbelt: return "seatbelt";
   }
   return "?";
 }
 
-base::Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) const {
-  if (req.argv.empty() || req.argv[0].empty()) return base::Error::invalid("argv must name a program");
+Result<Backend> parse_backend(std::string_view s) {
+  if (s == "auto") return Backend::kAuto;
+  if (s == "namespaces") return Backend::kNamespaces;
+  if (s == "landlock") return Backend::kLandlock;
+  if (s == "bwrap") return Backend::kBwrap;
+  if (s == "seatbelt") return Backend::kSeatbelt;
+  return Error::invalid("unknown sandbox backend \"" + std::string(s) +
+                        "\" (auto, namespaces, landlock, bwrap or seatbelt)");
+}
+
+Result<SandboxAttempt> SandboxAttempt::select(const PermissionProfile& profile, Backend preference) {
+  SandboxKind kind = SandboxKind::kNone;
+  if (!profile.unrestricted()) {
+    switch (preference) {
+      case Backend::kNamespaces: kind = SandboxKind::kLinuxNamespaces; break;
+      case Backend::kLandlock: kind = SandboxKind::kLinuxLandlock; break;
+      case Backend::kBwrap: kind = SandboxKind::kLinuxBwrap; break;
+      case Backend::kSeatbelt: kind = SandboxKind::kMacosSeatbelt; break;
+      case Backend::kAuto: {
+        const HostSupport& host = host_support();
+        if (host.userns && host.init) {
+          kind = SandboxKind::kLinuxNamespaces;
+        } else if (host.landlock_abi >= 2) {
+          kind = SandboxKind::kLinuxLandlock;
+        } else {
+          return Error{Errc::kPolicy, 0,
+                       "BackendUnavailable: no user namespaces (" + host.userns_detail +
+                           ") and no Landlock ABI 2; refusing to run unsandboxed"};
+        }
+        break;
+      }
+    }
+  }
+  SandboxAttempt a(kind, kind == SandboxKind::kNone ? nullptr : std::make_shared<DenialLog>());
+  a.profile_ = std::make_shared<const PermissionProfile>(profile);
+  return a;
+}
+
+namespace {
+
+bool is_marker(const std::string& kv) {
+  return kv.rfind("UEXEC_SANDBOX", 0) == 0 || kv.rfind("CODEX_SANDBOX", 0) == 0;
+}
+
+}  // namespace
+
+Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) const {
+  if (req.argv.empty() || req.argv[0].empty()) return Error::invalid("argv must name a program");
   if (req.tty && (req.size.rows == 0 || req.size.cols == 0))
-    return base::Error::invalid("size: rows and cols must be >= 1");
+    return Error::invalid("size: rows and cols must be >= 1");
   pty::SpawnSpec spec;
   spec.argv = req.argv;
   if (req.arg0) {
@@ -25,12 +84,42 @@ base::Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) con
     spec.argv[0] = *req.arg0;
   }
   spec.cwd = req.cwd;
+  std::vector<std::string> env;
   if (req.env) {
-    spec.env = *req.env;
+    env = *req.env;
   } else {
-    for (char** e = environ; e && *e; ++e) spec.env.emplace_back(*e);
+    for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
   }
-  if (sandboxed()) spec.env.push_back(std::string("UEXEC_SANDBOX=") + sandbox_kind_name(kind_));
+  // Markers describe the sandbox that runs: inherited ones never survive.
+  for (auto& kv : env)
+    if (!is_marker(kv)) spec.env.push_back(std::move(kv));
+  if (!sandboxed()) return spec;
+
+  spec.env.push_back(std::string("UEXEC_SANDBOX=") + sandbox_kind_name(kind_));
+  if (kind_ == SandboxKind::kFake) return spec;
+  if (profile_ && !profile_->network) {
+    spec.env.emplace_back("UEXEC_SANDBOX_NETWORK_DISABLED=1");
+    spec.env.emplace_back("CODEX_SANDBOX_NETWORK_DISABLED=1");
+  }
+  if (kind_ == SandboxKind::kMacosSeatbelt)
+    return Error{Errc::kPolicy, 0, "SeatbeltUnavailable: the seatbelt backend needs macOS's /usr/bin/sandbox-exec"};
+
+  std::string cwd = req.cwd;
+  if (cwd.empty()) {
+    char buf[PATH_MAX];
+    if (!::getcwd(buf, sizeof buf)) return Error::sys("getcwd");
+    cwd = buf;
+  }
+  auto policy = resolve(*profile_, ResolveInput{cwd, spec.env, {}});
+  if (!policy) return std::move(policy).error();
+  Result<void> added;
+  switch (kind_) {
+    case SandboxKind::kLinuxNamespaces: added = add_namespace_sandbox(*policy, spec); break;
+    case SandboxKind::kLinuxLandlock: added = add_landlock_sandbox(*policy, spec); break;
+    case SandboxKind::kLinuxBwrap: added = add_bwrap_sandbox(*policy, cwd, spec); break;
+    default: break;
+  }
+  if (!added) return std::move(added).error();
   return spec;
 }
 

@@ -2,24 +2,36 @@
 //
 // Every spawn goes through SandboxAttempt::env_for: the policy decides the final argv, env,
 // cwd and the async-signal-safe steps the child applies before execve. Everything is built
-// here, in the parent, so the child only applies it. Today there are two kinds: kNone (run
-// as asked) and kFake, a test-only kind that marks the session sandboxed and lets a test
-// play the executor by adding records to its DenialLog. The sandbox issue adds the real
-// backends behind the same call. `sandboxed()` tells the session whether the one denial
-// check runs at the end.
+// here, in the parent, so the child only applies it.
+//
+// select() is sandbox.md's SandboxManager::select_initial: the kind for a profile and a
+// backend preference on this host (never a silent None: a profile that needs a sandbox the
+// host cannot give fails with BackendUnavailable). env_for() is `transform` plus
+// ExecRequest::from_sandbox_exec_request: it resolves the profile against the request's cwd
+// and env, attaches the backend (linux_sandbox.h, bwrap.h), and sets the env markers
+// (UEXEC_SANDBOX, UEXEC_SANDBOX_NETWORK_DISABLED, CODEX_SANDBOX_NETWORK_DISABLED,
+// CODEX_SANDBOX) after removing any inherited ones: they describe the sandbox that runs.
+// kFake is test-only: sandboxed in name, enforcing nothing, its executor records written by
+// the test into the DenialLog. `sandboxed()` tells the session whether the denial check runs.
 #pragma once
 
 #include <memory>
+#include <string_view>
 
 #include "base/result.h"
 #include "policy/denial.h"
 #include "policy/exec_request.h"
+#include "policy/profile.h"
 #include "pty/spawn.h"
 
 namespace uexec::policy {
 
-enum class SandboxKind { kNone, kFake };
-const char* sandbox_kind_name(SandboxKind kind) noexcept;
+enum class SandboxKind { kNone, kFake, kLinuxNamespaces, kLinuxLandlock, kLinuxBwrap, kMacosSeatbelt };
+const char* sandbox_kind_name(SandboxKind kind) noexcept;  // "none", "linux-ns", …
+
+// The backend a person or a config asks for; kAuto lets the host decide.
+enum class Backend { kAuto, kNamespaces, kLandlock, kBwrap, kSeatbelt };
+[[nodiscard]] base::Result<Backend> parse_backend(std::string_view s);
 
 class SandboxAttempt {
  public:
@@ -28,15 +40,27 @@ class SandboxAttempt {
   static SandboxAttempt fake(std::shared_ptr<DenialLog> log) noexcept {
     return SandboxAttempt(SandboxKind::kFake, std::move(log));
   }
+  // select_initial: None for an unrestricted profile, else the backend for this host.
+  [[nodiscard]] static base::Result<SandboxAttempt> select(const PermissionProfile& profile,
+                                                           Backend preference = Backend::kAuto);
 
   SandboxKind kind() const noexcept { return kind_; }
   bool sandboxed() const noexcept { return kind_ != SandboxKind::kNone; }
+  const PermissionProfile* profile() const noexcept { return profile_.get(); }
   // Where the executor leaves denial records (null when it reports none).
   const std::shared_ptr<DenialLog>& denial_log() const noexcept { return log_; }
-  bool seccomp() const noexcept { return false; }
-  bool mount_view() const noexcept { return false; }
+  // A seccomp filter runs (SIGSYS is evidence); the file-system view is made of mounts
+  // (EBUSY and EXDEV texts are evidence).
+  bool seccomp() const noexcept {
+    return kind_ == SandboxKind::kLinuxNamespaces || kind_ == SandboxKind::kLinuxLandlock ||
+           kind_ == SandboxKind::kLinuxBwrap;
+  }
+  bool mount_view() const noexcept {
+    return kind_ == SandboxKind::kLinuxNamespaces || kind_ == SandboxKind::kLinuxBwrap;
+  }
 
-  // The spawn plan for `req`: argv, exactly the env, cwd, child steps. Validates the request.
+  // The spawn plan for `req`: argv, exactly the env, cwd, child steps. Validates the request;
+  // kPolicy errors name what could not be enforced (SymlinkedRoot, PolicyNotExpressible, …).
   [[nodiscard]] base::Result<pty::SpawnSpec> env_for(const ExecRequest& req) const;
 
  private:
@@ -44,6 +68,7 @@ class SandboxAttempt {
       : kind_(kind), log_(std::move(log)) {}
   SandboxKind kind_;
   std::shared_ptr<DenialLog> log_;
+  std::shared_ptr<const PermissionProfile> profile_;
 };
 
 }  // namespace uexec::policy

@@ -111,6 +111,8 @@ Result<std::unique_ptr<PtyProcess>> PtyProcess::start(loop::Loop& loop, ChildRea
   }
   if (!spawned) return std::move(spawned).error();
   self->pid_ = spawned->pid;
+  self->status_ = std::move(spawned->status);
+  self->keep_ = spec.keep;  // a sandbox's stubs and plan live as long as its process
   PtyProcess* raw = self.get();
   if (auto r = reaper.watch(raw->pid_, std::move(spawned->pidfd),
                             [raw](const ExitStatus& st) { raw->handle_exit(st); });
@@ -381,8 +383,24 @@ void PtyProcess::terminate(std::chrono::milliseconds grace) {
     });
 }
 
-void PtyProcess::handle_exit(const ExitStatus& st) {
+void PtyProcess::handle_exit(const ExitStatus& reaped) {
   exited_ = true;
+  ExitStatus st = reaped;
+  if (status_) {
+    // A supervised spawn: we reaped the namespace's init; the command's own status is what
+    // init wrote before it exited. Nothing written (init was killed first): keep init's.
+    int raw = 0;
+    if (::read(status_.get(), &raw, sizeof raw) == static_cast<ssize_t>(sizeof raw)) {
+      st = ExitStatus{};
+      if (WIFEXITED(raw)) {
+        st.code = WEXITSTATUS(raw);
+      } else if (WIFSIGNALED(raw)) {
+        st.signal = WTERMSIG(raw);
+        st.core_dumped = WCOREDUMP(raw);
+      }
+    }
+    status_.reset();
+  }
   // A master kept open past EOF (see handle_readable) can go now: nobody is left to SIGHUP.
   if (opts_.tty && outputs_[0].closed) outputs_[0].fd.reset();
   if (eof() && kill_timer_) kill_timer_->stop();

@@ -129,7 +129,7 @@ class PtyProcess {
   void close_output(Output& out, bool keep_fd = false);
   void flush_input();
   void update_poll_events();
-  void handle_exit(const ExitStatus& st);
+  void handle_exit(const ExitStatus& reaped);
   int input_fd() const noexcept;
   void kill_now(int sig);
 
@@ -144,6 +144,8 @@ class PtyProcess {
   Output outputs_[2];        // tty: [0] is the master; pipes: [0] stdout, [1] stderr
   int open_outputs_ = 0;
   base::UniqueFd stdin_;     // pipes with stdin_pipe: our write end
+  base::UniqueFd status_;    // supervised spawns: the command's wait status, written by init
+  std::shared_ptr<const void> keep_;  // SpawnSpec::keep
   loop::UvHandle<uv_poll_t> stdin_poll_;
   bool stdin_armed_ = false;
   std::string pending_in_;   // queued input; bytes before pending_off_ are written

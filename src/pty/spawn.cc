@@ -5,10 +5,12 @@
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/close_range.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -23,7 +25,9 @@ using base::UniqueFd;
 
 namespace {
 
-// Everything the child reads, and the two words it writes back on failure.
+constexpr std::size_t kMaxPassFds = 8;
+
+// Everything the child reads, and the words it writes back on failure.
 struct ChildArgs {
   const char* path;
   char* const* argv;
@@ -32,61 +36,137 @@ struct ChildArgs {
   ChildStdio stdio;
   const ChildStep* steps;
   std::size_t nsteps;
-  // Written by the child, read by the parent after clone returns (CLONE_VFORK orders it).
+  const int* pass_fds;
+  std::size_t npass;
+  // Supervised mode only: pid 1's part.
+  const ChildStep* setup_steps;
+  std::size_t nsetup;
+  int init_fd;
+  int status_fd;
+  void* command_stack;   // where pid 1 runs the command's process
+  char pid_text[16];     // the command's pid, for init's argv
+  // Written by a child, read by the parent after clone returns (CLONE_VFORK orders it).
   int err_no;
   const char* failed_step;
+  const char* failed_detail;
 };
 
-// The child. Runs on its own stack in our address space until execve; touches only the
-// ChildArgs and the kernel. No allocation, no locks, no logging, no C++ exceptions.
-int child_main(void* raw) noexcept {
-  auto* a = static_cast<ChildArgs*>(raw);
-  auto fail = [a](const char* step) noexcept {
-    a->err_no = errno;
-    a->failed_step = step;
-    _exit(127);
-  };
+[[noreturn]] void child_fail(ChildArgs* a, const char* step, const char* detail = nullptr) noexcept {
+  a->err_no = errno;
+  a->failed_step = step;
+  a->failed_detail = detail;
+  _exit(127);
+}
 
-  // Every signal is blocked (the parent did it before clone). Handlers would run the
-  // parent's code on our stack, and ignored signals would stay ignored across execve, so
-  // every disposition goes back to the default before anything is unblocked.
+// Every signal is blocked (the parent did it before clone). Handlers would run the parent's
+// code on our stack, and ignored signals would stay ignored across execve, so every
+// disposition goes back to the default before anything is unblocked.
+void reset_dispositions() noexcept {
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
   for (int s = 1; s < NSIG; ++s) {
     if (s == SIGKILL || s == SIGSTOP) continue;
     ::sigaction(s, &dfl, nullptr);  // glibc's reserved signals fail with EINVAL: harmless
   }
+}
 
-  if (::setsid() < 0) fail("setsid");
-  if (a->stdio.tty >= 0) {
-    // We are a session leader with no controlling tty, so the slave becomes ours.
-    if (::ioctl(a->stdio.tty, TIOCSCTTY, 0) < 0) fail("ioctl TIOCSCTTY");
-    for (int fd = 0; fd < 3; ++fd)
-      if (::dup2(a->stdio.tty, fd) < 0) fail("dup2 pty slave");
-  } else {
-    if (::dup2(a->stdio.in, 0) < 0) fail("dup2 stdin");
-    if (::dup2(a->stdio.out, 1) < 0) fail("dup2 stdout");
-    if (::dup2(a->stdio.err, 2) < 0) fail("dup2 stderr");
-  }
-  // Only 0, 1 and 2 cross into the child, whatever the manager has open or leaks.
-  if (::syscall(SYS_close_range, 3U, ~0U, 0U) < 0) {
+void close_from(unsigned first, unsigned flags = 0) noexcept {
+  if (::syscall(SYS_close_range, first, ~0U, flags) < 0 && flags == 0) {
     // Kernels before 5.9: close what the soft limit allows.
     long max = ::sysconf(_SC_OPEN_MAX);
-    for (long fd = 3; fd < (max > 0 ? max : 1024); ++fd) ::close(static_cast<int>(fd));
+    for (long fd = first; fd < (max > 0 ? max : 1024); ++fd) ::close(static_cast<int>(fd));
   }
-  if (a->cwd && ::chdir(a->cwd) < 0) fail("chdir");
-  for (std::size_t i = 0; i < a->nsteps; ++i) {
-    if (int err = a->steps[i].fn(a->steps[i].arg); err != 0) {
+}
+
+int run_steps(ChildArgs* a, const ChildStep* steps, std::size_t n) noexcept {
+  for (std::size_t i = 0; i < n; ++i) {
+    if (int err = steps[i].fn(steps[i].arg, a->stdio.tty); err != 0) {
       errno = err;
-      fail(a->steps[i].what);
+      child_fail(a, steps[i].what, steps[i].detail ? *steps[i].detail : nullptr);
     }
   }
+  return 0;
+}
+
+// The command's process. Runs on its own stack in our address space until execve; touches
+// only the ChildArgs and the kernel. No allocation, no locks, no logging, no C++ exceptions.
+int child_main(void* raw) noexcept {
+  auto* a = static_cast<ChildArgs*>(raw);
+  reset_dispositions();
+  if (::setsid() < 0) child_fail(a, "setsid");
+  if (a->stdio.tty >= 0) {
+    // We are a session leader with no controlling tty, so the slave becomes ours.
+    if (::ioctl(a->stdio.tty, TIOCSCTTY, 0) < 0) child_fail(a, "ioctl TIOCSCTTY");
+    for (int fd = 0; fd < 3; ++fd)
+      if (::dup2(a->stdio.tty, fd) < 0) child_fail(a, "dup2 pty slave");
+  } else {
+    if (::dup2(a->stdio.in, 0) < 0) child_fail(a, "dup2 stdin");
+    if (::dup2(a->stdio.out, 1) < 0) child_fail(a, "dup2 stdout");
+    if (::dup2(a->stdio.err, 2) < 0) child_fail(a, "dup2 stderr");
+  }
+  if (a->cwd && ::chdir(a->cwd) < 0) child_fail(a, "chdir");
+  // The policy's steps (privileges, Landlock, seccomp) may use fds the parent prepared, so
+  // they run before everything above 2 is closed.
+  run_steps(a, a->steps, a->nsteps);
+  // Passed fds go to 3, 4, …: first out of that range, then into place.
+  int moved[kMaxPassFds];
+  for (std::size_t i = 0; i < a->npass; ++i) {
+    moved[i] = ::fcntl(a->pass_fds[i], F_DUPFD, static_cast<int>(3 + a->npass));
+    if (moved[i] < 0) child_fail(a, "dup passed fd");
+  }
+  for (std::size_t i = 0; i < a->npass; ++i)
+    if (::dup2(moved[i], static_cast<int>(3 + i)) < 0) child_fail(a, "dup2 passed fd");
+  // Only 0, 1, 2 (and the passed fds) cross into the child, whatever the manager has open.
+  close_from(static_cast<unsigned>(3 + a->npass));
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(a->path, a->argv, a->envp);
-  fail("execve");
-  return 127;  // not reached
+  child_fail(a, "execve");
+}
+
+// pid 1 of a sandbox's namespaces (supervised mode): builds the view, starts the command as
+// pid 2, then becomes init. Same rules as child_main: syscalls and ChildArgs only.
+int pid1_main(void* raw) noexcept {
+  auto* a = static_cast<ChildArgs*>(raw);
+  reset_dispositions();
+  if (::setsid() < 0) child_fail(a, "setsid");
+  // The sandbox dies with the manager; init keeps this across its execve.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail(a, "prctl PDEATHSIG");
+  run_steps(a, a->setup_steps, a->nsetup);
+  pid_t cmd = ::clone(child_main, a->command_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
+  if (cmd < 0) child_fail(a, "clone command");
+  if (a->failed_step) _exit(127);  // the command's process failed and is gone
+  // Become init: the status pipe on 3, /dev/null (of the view) on 0-2, nothing else open.
+  int init = ::fcntl(a->init_fd, F_DUPFD_CLOEXEC, 10);
+  if (init < 0) child_fail(a, "dup init");
+  if (a->status_fd == 3) {
+    ::fcntl(3, F_SETFD, 0);
+  } else if (::dup2(a->status_fd, 3) < 0) {
+    child_fail(a, "dup2 status");
+  }
+  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) child_fail(a, "open /dev/null");
+  for (int fd = 0; fd < 3; ++fd)
+    if (::dup2(null, fd) < 0) child_fail(a, "dup2 /dev/null");
+  close_from(4, CLOSE_RANGE_CLOEXEC);
+  // itoa without allocation
+  char digits[16];
+  int n = 0;
+  for (unsigned v = static_cast<unsigned>(cmd); n == 0 || v != 0; v /= 10) digits[n++] = static_cast<char>('0' + v % 10);
+  for (int i = 0; i < n; ++i) a->pid_text[i] = digits[n - 1 - i];
+  a->pid_text[n] = '\0';
+  char name[] = "uexec-init";
+  char* init_argv[] = {name, a->pid_text, nullptr};
+  char* init_envp[] = {nullptr};
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::syscall(SYS_execveat, init, "", init_argv, init_envp, AT_EMPTY_PATH);
+  int err = errno;
+  ::kill(cmd, SIGKILL);
+  errno = err;
+  child_fail(a, "execveat uexec-init");
 }
 
 // One child stack per thread, made on first use and kept: the parent sleeps while the child
@@ -190,9 +270,30 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
   args.stdio = stdio;
   args.steps = spec.steps.data();
   args.nsteps = spec.steps.size();
+  if (spec.pass_fds.size() > kMaxPassFds) return Error::invalid("spawn: too many fds to pass");
+  args.pass_fds = spec.pass_fds.data();
+  args.npass = spec.pass_fds.size();
+  const bool supervised = spec.ns_flags != 0;
+  UniqueFd status_read, status_write;
+  if (supervised) {
+    if (spec.init_fd < 0) return Error::invalid("spawn: namespaces need an init program");
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) < 0) return Error::sys("pipe2 status");
+    status_read.reset(p[0]);
+    status_write.reset(p[1]);
+    args.setup_steps = spec.setup_steps.data();
+    args.nsetup = spec.setup_steps.size();
+    args.init_fd = spec.init_fd;
+    args.status_fd = status_write.get();
+  }
 
   static thread_local ChildStack stack;
   if (!stack.top()) return Error::sys("mmap child stack", ENOMEM);
+  if (supervised) {
+    static thread_local ChildStack command_stack;
+    if (!command_stack.top()) return Error::sys("mmap child stack", ENOMEM);
+    args.command_stack = command_stack.top();
+  }
 
   // Block every signal so that no handler of ours runs on the child's stack; the child
   // resets dispositions before it unblocks.
@@ -200,9 +301,10 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   int pidfd = -1;
-  int flags = CLONE_VM | CLONE_VFORK | SIGCHLD;
-  pid_t pid = ::clone(child_main, stack.top(), flags | CLONE_PIDFD, &args, &pidfd);
-  if (pid < 0 && errno == EINVAL) {
+  int flags = CLONE_VM | CLONE_VFORK | SIGCHLD | static_cast<int>(spec.ns_flags);
+  int (*entry)(void*) = supervised ? pid1_main : child_main;
+  pid_t pid = ::clone(entry, stack.top(), flags | CLONE_PIDFD, &args, &pidfd);
+  if (pid < 0 && errno == EINVAL && !supervised) {
     pidfd = -1;  // kernels before 5.2: no CLONE_PIDFD; the reaper falls back to SIGCHLD
     pid = ::clone(child_main, stack.top(), flags, &args);
   }
@@ -217,14 +319,17 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     std::string context = args.failed_step;
-    if (std::strcmp(args.failed_step, "chdir") == 0) {
+    if (args.failed_detail) {
+      context += " ";
+      context += args.failed_detail;
+    } else if (std::strcmp(args.failed_step, "chdir") == 0) {
       context += " " + spec.cwd;
     } else if (std::strcmp(args.failed_step, "execve") == 0) {
       context += " " + *path;
     }
     return Error{Errc::kExecFailed, args.err_no, std::move(context)};
   }
-  return Spawned{pid, std::move(owned_pidfd)};
+  return Spawned{pid, std::move(owned_pidfd), std::move(status_read)};
 }
 
 }  // namespace uexec::pty

@@ -13,10 +13,19 @@
 // the errno and the step ("chdir /nope", "execve ./x"), never a session that "exits 127".
 // (The issue suggests a CLOEXEC pipe for this; with CLONE_VM the child writes straight into
 // our memory, which is what glibc's posix_spawn does, and saves a pipe per spawn.)
+//
+// Supervised mode (a sandbox with its own namespaces, `ns_flags` set): the clone child is
+// the namespace's pid 1. It runs `setup_steps` (user maps, the mount view), then clones the
+// command's process (pid 2) the same vfork way, which does everything above and execs; then
+// pid 1 execs `init_fd` (a tiny static program, sandbox_init.c) with the write end of a
+// status pipe on fd 3. init forwards signals to the command, reaps, writes the command's
+// wait status to the pipe and exits, and the kernel kills what is left in the namespace.
+// pid 1 never keeps a copy of our memory, so a sandboxed session costs a small process.
 #pragma once
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,10 +36,13 @@ namespace uexec::pty {
 
 // One step a policy backend runs in the child after stdio is in place and before execve
 // (Landlock, seccomp, mounts). It must be async-signal-safe and return 0 or an errno.
+// `tty` is the PTY slave's fd in the child (-1 for pipes).
 struct ChildStep {
-  int (*fn)(const void* arg) noexcept;
+  int (*fn)(const void* arg, int tty) noexcept;
   const void* arg;   // built in the parent; must outlive spawn()
   const char* what;  // names the step in the error: "landlock_restrict_self"
+  // Where the step may leave what it failed on (a path), for the error's context.
+  const char* const* detail = nullptr;
 };
 
 // What to run: built by policy::SandboxAttempt::env_for from an ExecRequest.
@@ -39,7 +51,13 @@ struct SpawnSpec {
   std::string program;            // when set, what to exec instead of argv[0] (argv[0] stays as given)
   std::vector<std::string> env;   // exactly the child's environment, "NAME=value"
   std::string cwd;                // empty: the manager's own cwd
-  std::vector<ChildStep> steps;
+  std::vector<ChildStep> steps;          // in the command's process, after stdio, before execve
+  std::vector<int> pass_fds;             // dup'd to 3, 4, … in the command's process (bwrap)
+  // Supervised mode (see above): CLONE_NEW* flags, steps for pid 1, and the init program.
+  unsigned long ns_flags = 0;
+  std::vector<ChildStep> setup_steps;
+  int init_fd = -1;
+  std::shared_ptr<const void> keep;      // owns whatever the steps' args point into
 };
 
 // Where the child's stdio comes from. Exactly one of: `tty` (the PTY slave: it becomes the
@@ -54,6 +72,8 @@ struct ChildStdio {
 struct Spawned {
   pid_t pid = -1;
   base::UniqueFd pidfd;  // from CLONE_PIDFD; invalid on kernels without it
+  // Supervised mode: where init writes the command's wait status (an int) before it exits.
+  base::UniqueFd status;
 };
 
 // Starts the child as a session leader (and, with a tty, the slave's controlling process).

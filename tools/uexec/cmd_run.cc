@@ -29,6 +29,8 @@
 #include "loop/signal_watcher.h"
 #include "loop/timer.h"
 #include "loop/uv_handle.h"
+#include "policy/linux_sandbox.h"
+#include "policy/sandbox_attempt.h"
 #include "pty/pty_pair.h"
 #include "session/process_manager.h"
 #include "tools/uexec/commands.h"
@@ -41,7 +43,26 @@ namespace {
 using session::Session;
 
 constexpr const char* kRunUsage =
-    "usage: uexec run [--tty] [--cwd DIR] [--env NAME=VALUE]... [--size ROWSxCOLS] -- CMD [ARG...]\n";
+    "usage: uexec run [--tty] [--cwd DIR] [--env NAME=VALUE]... [--size ROWSxCOLS]\n"
+    "                 [--sandbox MODE] [SANDBOX OPTIONS] -- CMD [ARG...]\n"
+    "  --sandbox MODE        read-only | workspace-write | danger-full-access (default: none)\n"
+    "  SANDBOX OPTIONS       as for `uexec sandbox --help`\n";
+
+constexpr const char* kSandboxUsage =
+    "usage: uexec sandbox [--mode MODE] [--writable DIR]... [--deny-read GLOB]... [--network on|off]\n"
+    "                     [--backend auto|namespaces|landlock|bwrap] [--private-tmp] [--log-denials]\n"
+    "                     [--cwd DIR] [--env NAME=VALUE]... -- CMD [ARG...]\n"
+    "       uexec sandbox --check\n"
+    "Runs CMD under a sandbox policy on this terminal and passes its exit code through.\n"
+    "  --mode MODE           read-only | workspace-write (default) | danger-full-access\n"
+    "  --writable DIR        another writable root besides the working directory\n"
+    "  --deny-read GLOB      never readable ('**' spans directories; relative to the cwd)\n"
+    "  --network on|off      default off (danger-full-access: on)\n"
+    "  --backend B           auto picks namespaces when user namespaces work, else landlock\n"
+    "  --private-tmp         a private /tmp instead of the host's\n"
+    "  --log-denials         print what the sandbox denied when the command fails\n"
+    "  --check               print what this host supports and exit\n"
+    "Exit: the command's code (128+N for signal N); 125 when the sandbox cannot be set up.\n";
 
 // Puts a terminal in raw mode for its lifetime.
 class RawMode {
@@ -66,6 +87,15 @@ class RawMode {
 
 struct Options {
   bool tty = false;
+  bool tty_auto = false;             // uexec sandbox: a tty when stdin is one
+  std::optional<policy::SandboxMode> mode;
+  policy::Backend backend = policy::Backend::kAuto;
+  std::vector<std::string> writable;
+  std::vector<std::string> deny_read;
+  std::optional<bool> network;
+  bool private_tmp = false;
+  bool log_denials = false;
+  bool check = false;
   std::string cwd;
   std::vector<std::string> env_overrides;
   std::optional<base::PtySize> size;
@@ -97,6 +127,33 @@ std::string parse(const std::vector<std::string>& args, Options& o) {
     }
     if (a == "--tty" || a == "-t") {
       o.tty = true;
+    } else if (a == "--log-denials") {
+      o.log_denials = true;
+    } else if (a == "--private-tmp") {
+      o.private_tmp = true;
+    } else if (a == "--check") {
+      o.check = true;
+    } else if (a == "--sandbox" || a == "--mode" || a == "--writable" || a == "--deny-read" ||
+               a == "--network" || a == "--backend") {
+      auto v = value(a);
+      if (!v) return a + " needs a value";
+      if (a == "--sandbox" || a == "--mode") {
+        auto m = policy::parse_sandbox_mode(*v);
+        if (!m) return m.error().context;
+        o.mode = *m;
+      } else if (a == "--writable") {
+        o.writable.push_back(*v);
+      } else if (a == "--deny-read") {
+        if (v->empty()) return "--deny-read needs a glob";
+        o.deny_read.push_back(*v);
+      } else if (a == "--network") {
+        if (*v != "on" && *v != "off") return "--network needs on or off, got '" + *v + "'";
+        o.network = *v == "on";
+      } else {
+        auto b = policy::parse_backend(*v);
+        if (!b) return b.error().context;
+        o.backend = *b;
+      }
     } else if (a == "--cwd" || a == "--env" || a == "--size") {
       auto v = value(a);
       if (!v) return a + " needs a value";
@@ -118,7 +175,10 @@ std::string parse(const std::vector<std::string>& args, Options& o) {
     }
   }
   o.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (o.argv.empty()) return "no command given";
+  if (o.argv.empty() && !o.check) return "no command given";
+  if (!o.mode && (!o.writable.empty() || !o.deny_read.empty() || o.network || o.private_tmp ||
+                  o.backend != policy::Backend::kAuto))
+    return "sandbox options need --sandbox MODE";
   return {};
 }
 
@@ -158,8 +218,8 @@ class Runner {
   Runner(loop::Loop& loop, session::ProcessManager& pm, bool tty, bool stdin_is_tty)
       : loop_(loop), pm_(pm), tty_(tty), stdin_is_tty_(stdin_is_tty), pump_(loop), watchers_() {}
 
-  int run(const policy::ExecRequest& req) {
-    auto id = pm_.start(req);
+  int run(const policy::ExecRequest& req, const policy::SandboxAttempt& attempt, bool log_denials) {
+    auto id = pm_.start(req, attempt);
     if (!id) {
       const auto& err = id.error();
       std::fprintf(stderr, "uexec: cannot run '%s': %s\n", req.argv[0].c_str(), err.message().c_str());
@@ -175,6 +235,15 @@ class Runner {
     watch_stdin();
     if (!session_->finished()) loop_.run();
     const auto& v = session_->verdict();
+    if (log_denials && v) {
+      if (v->denial) {
+        std::fprintf(stderr, "uexec: sandbox (%s) denied: %s\n", policy::sandbox_kind_name(attempt.kind()),
+                     v->denial->describe().c_str());
+      } else if (attempt.sandboxed() && v->status.shell_code() != 0) {
+        std::fprintf(stderr, "uexec: the command failed (%s); no sign of a sandbox denial\n",
+                     v->status.describe().c_str());
+      }
+    }
     return v ? v->status.shell_code() : kExitInternal;
   }
 
@@ -289,7 +358,7 @@ class Runner {
   std::vector<std::unique_ptr<loop::SignalWatcher>> watchers_;
 };
 
-int run_request(policy::ExecRequest req) {
+int run_request(policy::ExecRequest req, const policy::SandboxAttempt& attempt, bool log_denials) {
   bool stdin_is_tty = ::isatty(0) == 1;
   // uv_poll_init makes fd 0 non-blocking, and the open file is shared with our parent
   // shell: put its flags back when we are done.
@@ -301,38 +370,75 @@ int run_request(policy::ExecRequest req) {
     loop::Loop loop;
     session::ProcessManager pm(loop);
     Runner runner(loop, pm, req.tty, stdin_is_tty);
-    code = runner.run(req);
+    code = runner.run(req, attempt, log_denials);
   }
   if (stdin_flags >= 0) ::fcntl(0, F_SETFL, stdin_flags);
   return code;
 }
 
-}  // namespace
 
-int cmd_run(const std::vector<std::string>& args) {
+int print_check() {
+  const auto& h = policy::host_support();
+  std::printf("user namespaces: %s%s\n", h.userns ? "yes" : "no ",
+              h.userns ? "" : ("(" + h.userns_detail + ")").c_str());
+  std::printf("landlock ABI:    %d%s\n", h.landlock_abi, h.landlock_abi >= 2 ? "" : " (needs 2)");
+  std::printf("uexec-init:      %s\n", h.init ? "loaded" : h.init_detail.c_str());
+  std::printf("bwrap:           %s\n", h.bwrap.empty() ? "not installed" : (h.bwrap + " " + h.bwrap_version).c_str());
+  std::printf("auto backend:    %s\n", h.userns && h.init ? "namespaces" : h.landlock_abi >= 2 ? "landlock" : "none (refuses)");
+  return 0;
+}
+
+int run_with(const std::vector<std::string>& args, bool sandbox_command) {
+  const char* usage = sandbox_command ? kSandboxUsage : kRunUsage;
+  const char* name = sandbox_command ? "uexec sandbox" : "uexec run";
   Options o;
+  if (sandbox_command) o.mode = policy::SandboxMode::kWorkspaceWrite;
   std::string err = parse(args, o);
   if (err == "help") {
-    std::fputs(kRunUsage, stdout);
+    std::fputs(usage, stdout);
     return 0;
   }
   if (!err.empty()) {
-    std::fprintf(stderr, "uexec run: %s\n%s", err.c_str(), kRunUsage);
+    std::fprintf(stderr, "%s: %s\n%s", name, err.c_str(), usage);
     return kExitUsage;
   }
+  if (o.check) return print_check();
   policy::ExecRequest req;
   req.argv = o.argv;
   req.cwd = o.cwd;
-  req.tty = o.tty;
+  req.tty = o.tty || (sandbox_command && ::isatty(0) == 1);
   req.env = build_env(o.env_overrides);
-  req.stdin_pipe = !o.tty;
+  req.stdin_pipe = !req.tty;
   if (o.size) {
     req.size = *o.size;
-  } else if (o.tty && ::isatty(0)) {
+  } else if (req.tty && ::isatty(0)) {
     if (auto sz = pty::get_size(0); sz && sz->rows > 0 && sz->cols > 0) req.size = *sz;
   }
-  return run_request(std::move(req));
+  policy::SandboxAttempt attempt = policy::SandboxAttempt::none();
+  if (o.mode) {
+    auto profile = policy::PermissionProfile::for_mode(*o.mode);
+    profile.writable_roots = o.writable;
+    profile.deny_read = o.deny_read;
+    if (o.network) profile.network = *o.network;
+    if (o.private_tmp) profile.slash_tmp = policy::TmpPolicy::kPrivate;
+    if (!o.writable.empty() && *o.mode != policy::SandboxMode::kWorkspaceWrite) {
+      std::fprintf(stderr, "%s: --writable needs --mode workspace-write\n", name);
+      return kExitUsage;
+    }
+    auto a = policy::SandboxAttempt::select(profile, o.backend);
+    if (!a) {
+      std::fprintf(stderr, "%s: %s\n", name, a.error().message().c_str());
+      return kExitInternal;
+    }
+    attempt = std::move(*a);
+  }
+  return run_request(std::move(req), attempt, o.log_denials);
 }
+
+}  // namespace
+
+int cmd_run(const std::vector<std::string>& args) { return run_with(args, false); }
+int cmd_sandbox(const std::vector<std::string>& args) { return run_with(args, true); }
 
 int cmd_demo(const std::vector<std::string>& args) {
   if (!args.empty()) {

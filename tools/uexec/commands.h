@@ -16,6 +16,8 @@ inline constexpr int kExitNotFound = 127;
 
 // `uexec run [--tty] [--cwd DIR] [--env K=V]... [--size ROWSxCOLS] -- CMD ARGS...`
 int cmd_run(const std::vector<std::string>& args);
+// uexec sandbox: run under a sandbox policy on this terminal (cmd_run.cc).
+int cmd_sandbox(const std::vector<std::string>& args);
 // `uexec exec-server --listen stdio`: the Codex exec-server drop-in.
 int cmd_exec_server(const std::vector<std::string>& args);
 // `uexec serve`: the daemon on a Unix socket.

@@ -1,0 +1,98 @@
+#include "policy/bwrap.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "policy/linux_sandbox.h"
+#include "policy/seccomp.h"
+
+namespace uexec::policy {
+
+using base::Errc;
+using base::Error;
+using base::Result;
+
+std::vector<std::string> bwrap_argv(const ResolvedPolicy& p, const BwrapInput& in) {
+  std::vector<std::string> a = {in.bwrap, "--die-with-parent", "--unshare-user", "--unshare-pid", "--unshare-ipc"};
+  if (!p.network) a.push_back("--unshare-net");
+  a.push_back("--disable-userns");
+  if (p.full_write) {
+    a.insert(a.end(), {"--bind", "/", "/"});
+  } else {
+    a.insert(a.end(), {"--ro-bind", "/", "/"});
+  }
+  a.insert(a.end(), {"--dev", "/dev", "--proc", "/proc"});
+  if (p.private_tmp) a.insert(a.end(), {"--perms", "1777", "--tmpfs", "/tmp"});
+  for (const auto& w : p.writable) a.insert(a.end(), {"--bind", w, w});
+  for (const auto& c : p.read_only) a.insert(a.end(), {"--ro-bind", c, c});
+  for (const auto& s : p.stubs) a.insert(a.end(), {"--perms", "0555", "--tmpfs", s, "--remount-ro", s});
+  for (const auto* dirs : {&p.deny_dirs, &p.hide_dirs})
+    for (const auto& d : *dirs) a.insert(a.end(), {"--perms", "0000", "--tmpfs", d, "--remount-ro", d});
+  for (const auto* files : {&p.deny_files, &p.hide_files})
+    for (const auto& f : *files) a.insert(a.end(), {"--ro-bind", in.mask_file, f});
+  a.insert(a.end(), {"--cap-drop", "ALL", "--chdir", in.cwd, "--seccomp", std::to_string(in.seccomp_fd), "--"});
+  a.insert(a.end(), in.command.begin(), in.command.end());
+  return a;
+}
+
+namespace {
+
+struct BwrapLaunch {
+  base::UniqueFd seccomp;
+  std::shared_ptr<void> stubs;
+};
+
+// One empty mode-000 file per user, in a 0700 directory that every sandbox hides.
+Result<std::string> mask_file(ResolvedPolicy& p) {
+  std::string dir = "/tmp/uexec-" + std::to_string(::getuid());
+  if (const char* rt = std::getenv("XDG_RUNTIME_DIR"); rt && *rt) dir = std::string(rt) + "/uexec";
+  if (::mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST) return Error::sys("mkdir " + dir);
+  bool hidden = false;
+  for (const auto& h : p.hide_dirs) hidden = hidden || h == dir;
+  if (!hidden) p.hide_dirs.push_back(dir);  // made just now, after resolve() looked
+  std::string path = dir + "/mask-empty";
+  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0) return Error::sys("create " + path);
+  ::fchmod(fd, 0);
+  ::close(fd);
+  return path;
+}
+
+}  // namespace
+
+Result<void> add_bwrap_sandbox(const ResolvedPolicy& policy, const std::string& cwd, pty::SpawnSpec& spec) {
+  const HostSupport& host = host_support();
+  if (host.bwrap.empty())
+    return Error{Errc::kPolicy, 0, "BackendUnavailable: /usr/bin/bwrap (bubblewrap 0.8 or newer) is not installed"};
+  ResolvedPolicy p = policy;
+  auto mask = mask_file(p);
+  if (!mask) return std::move(mask).error();
+  auto bpf = seccomp_program(p.network, ::geteuid() == 0);
+  if (!bpf) return std::move(bpf).error();
+  auto mem = seccomp_memfd(**bpf);
+  if (!mem) return std::move(mem).error();
+  auto launch = std::make_shared<BwrapLaunch>();
+  launch->seccomp = std::move(*mem);
+  BwrapInput in;
+  in.bwrap = host.bwrap;
+  in.cwd = cwd;
+  in.mask_file = *mask;
+  in.seccomp_fd = 3;
+  in.command = spec.argv;
+  if (!spec.program.empty()) in.command[0] = spec.program;  // bwrap has no argv[0] override here
+  spec.argv = bwrap_argv(p, in);
+  spec.argv[0] = "bwrap";
+  spec.program = host.bwrap;
+  spec.pass_fds = {launch->seccomp.get()};
+  // Stubs exist before bwrap mounts on them, and go when the session does.
+  auto stubs = acquire_stubs(p.stubs);
+  if (!stubs) return std::move(stubs).error();
+  launch->stubs = std::move(*stubs);
+  spec.keep = std::move(launch);
+  return {};
+}
+
+}  // namespace uexec::policy

@@ -1,0 +1,198 @@
+#include "policy/landlock.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <string>
+
+namespace uexec::policy {
+
+using base::Errc;
+using base::Error;
+using base::Result;
+using base::UniqueFd;
+
+namespace {
+
+// The uapi of Landlock up to ABI 7 (linux/landlock.h on Debian 12 stops at ABI 2).
+struct RulesetAttr {
+  std::uint64_t handled_access_fs;
+  std::uint64_t handled_access_net;
+  std::uint64_t scoped;
+};
+struct PathBeneathAttr {
+  std::uint64_t allowed_access;
+  std::int32_t parent_fd;
+} __attribute__((packed));
+
+constexpr int kRulePathBeneath = 1;
+constexpr unsigned kCreateRulesetVersion = 1U << 0;
+
+constexpr std::uint64_t kExecute = 1ULL << 0, kWriteFile = 1ULL << 1, kReadFile = 1ULL << 2,
+                        kReadDir = 1ULL << 3, kRemoveDir = 1ULL << 4, kRemoveFile = 1ULL << 5,
+                        kMakeChar = 1ULL << 6, kMakeDir = 1ULL << 7, kMakeReg = 1ULL << 8,
+                        kMakeSock = 1ULL << 9, kMakeFifo = 1ULL << 10, kMakeBlock = 1ULL << 11,
+                        kMakeSym = 1ULL << 12, kRefer = 1ULL << 13, kTruncate = 1ULL << 14,
+                        kIoctlDev = 1ULL << 15;
+constexpr std::uint64_t kNetBindTcp = 1ULL << 0, kNetConnectTcp = 1ULL << 1;
+constexpr std::uint64_t kScopeAbstractUnix = 1ULL << 0, kScopeSignal = 1ULL << 1;
+
+constexpr std::uint64_t kFileRights = kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev;
+constexpr std::size_t kMaxSiblings = 4096;
+
+std::uint64_t all_fs(int abi) {
+  std::uint64_t r = kExecute | kWriteFile | kReadFile | kReadDir | kRemoveDir | kRemoveFile | kMakeChar |
+                    kMakeDir | kMakeReg | kMakeSock | kMakeFifo | kMakeBlock | kMakeSym;
+  if (abi >= 2) r |= kRefer;
+  if (abi >= 3) r |= kTruncate;
+  if (abi >= 5) r |= kIoctlDev;
+  return r;
+}
+
+std::uint64_t read_rights() { return kReadFile | kReadDir | kExecute; }
+std::uint64_t dev_rights(int abi) { return kReadFile | kWriteFile | (abi >= 5 ? kIoctlDev : 0); }
+
+// Adds one rule; `fd` may be any fd on the object. Files get only file rights.
+int add_rule_fd(int ruleset, int fd, std::uint64_t rights, std::uint64_t handled, bool is_dir) noexcept {
+  PathBeneathAttr attr{};
+  attr.allowed_access = rights & handled & (is_dir ? ~0ULL : kFileRights);
+  attr.parent_fd = fd;
+  if (attr.allowed_access == 0) return 0;
+  if (::syscall(SYS_landlock_add_rule, ruleset, kRulePathBeneath, &attr, 0) < 0) return errno;
+  return 0;
+}
+
+int add_rule_path(int ruleset, const char* path, std::uint64_t rights, std::uint64_t handled) noexcept {
+  int fd = ::open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT ? 0 : errno;  // absent in this view: nothing to allow
+  struct stat st {};
+  int err = ::fstat(fd, &st) < 0 ? errno : add_rule_fd(ruleset, fd, rights, handled, S_ISDIR(st.st_mode));
+  ::close(fd);
+  return err;
+}
+
+Result<void> add(const LandlockRuleset& rs, const std::string& path, std::uint64_t rights) {
+  if (int err = add_rule_path(rs.fd.get(), path.c_str(), rights, rs.handled_fs); err != 0)
+    return Error::sys("landlock_add_rule " + path, err);
+  return {};
+}
+
+bool within(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
+}
+
+}  // namespace
+
+int landlock_abi() noexcept {
+  static int abi = [] {
+    long v = ::syscall(SYS_landlock_create_ruleset, nullptr, 0, kCreateRulesetVersion);
+    return v < 0 ? 0 : static_cast<int>(v);
+  }();
+  return abi;
+}
+
+Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view) {
+  int abi = landlock_abi();
+  if (abi < 2) return Error{Errc::kPolicy, 0, "BackendUnavailable: Landlock ABI 2 or newer is needed (kernel has " +
+                                                  std::to_string(abi) + ")"};
+  RulesetAttr attr{};
+  attr.handled_access_fs = all_fs(abi);
+  std::size_t size = sizeof(std::uint64_t);
+  if (abi >= 4) {
+    attr.handled_access_net = policy.network ? 0 : (kNetBindTcp | kNetConnectTcp);
+    size = 2 * sizeof(std::uint64_t);
+  }
+  if (abi >= 6) {
+    attr.scoped = kScopeAbstractUnix | kScopeSignal;
+    size = sizeof attr;
+  }
+  LandlockRuleset rs;
+  rs.fd.reset(static_cast<int>(::syscall(SYS_landlock_create_ruleset, &attr, size, 0)));
+  if (!rs.fd) return Error::sys("landlock_create_ruleset");
+  ::fcntl(rs.fd.get(), F_SETFD, FD_CLOEXEC);
+  rs.handled_fs = attr.handled_access_fs;
+  rs.abi = abi;
+  rs.private_tmp = policy.private_tmp;
+  const std::uint64_t all = all_fs(abi);
+
+#define TRY(expr)                                 \
+  if (auto r_ = (expr); !r_) return std::move(r_).error()
+  TRY(add(rs, "/", policy.full_write ? all : read_rights()));
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"})
+    TRY(add(rs, dev, dev_rights(abi)));
+  if (!view) {
+    // The host's own: new ptys, /proc, and a shared /dev/shm (the view makes its own).
+    TRY(add(rs, "/dev/ptmx", dev_rights(abi)));
+    TRY(add(rs, "/dev/pts", dev_rights(abi)));
+    TRY(add(rs, "/proc", kReadFile | kReadDir | kWriteFile));
+    TRY(add(rs, "/dev/shm", all));
+  }
+  for (const auto& w : policy.writable) {
+    bool has_carve_out = false;
+    for (const auto* v : {&policy.read_only, &policy.stubs})
+      for (const auto& c : *v) has_carve_out = has_carve_out || (c != w && within(c, w));
+    if (view || !has_carve_out) {
+      TRY(add(rs, w, all));
+      continue;
+    }
+    // Landlock-only: no deny rule exists, so grant each entry of the root but the carve-outs,
+    // and nothing that creates at the root's top level.
+    DIR* d = ::opendir(w.c_str());
+    if (!d) return Error::sys("opendir " + w);
+    std::size_t n = 0;
+    Result<void> res;
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      std::string path = (w == "/" ? "" : w) + "/" + name;
+      bool carved = false;
+      for (const auto* v : {&policy.read_only, &policy.stubs})
+        for (const auto& c : *v) carved = carved || within(c, path);
+      if (carved) continue;
+      if (++n > kMaxSiblings) {
+        res = Error{Errc::kPolicy, 0, "PolicyNotExpressible: " + w + " has more than 4096 entries beside its "
+                                      "protected names (the Landlock-only backend grants them one by one)"};
+        break;
+      }
+      if (res = add(rs, path, all); !res) break;
+    }
+    ::closedir(d);
+    TRY(std::move(res));
+    // The root itself: read, and write to files already there.
+    TRY(add(rs, w, read_rights()));
+  }
+#undef TRY
+  return rs;
+}
+
+int landlock_add_view_rules(const void* arg, int tty) noexcept {
+  const auto* l = static_cast<const LandlockRuleset*>(arg);
+  int rs = l->fd.get();
+  const std::uint64_t all = all_fs(l->abi);
+  if (int e = add_rule_path(rs, "/proc", kReadFile | kReadDir | kWriteFile, l->handled_fs)) return e;
+  if (int e = add_rule_path(rs, "/dev/pts", dev_rights(l->abi), l->handled_fs)) return e;
+  if (int e = add_rule_path(rs, "/dev/ptmx", dev_rights(l->abi), l->handled_fs)) return e;
+  if (int e = add_rule_path(rs, "/dev/shm", all, l->handled_fs)) return e;
+  if (l->private_tmp)
+    if (int e = add_rule_path(rs, "/tmp", all, l->handled_fs)) return e;
+  if (tty >= 0)
+    if (int e = add_rule_fd(rs, tty, dev_rights(l->abi), l->handled_fs, false)) return e;
+  return 0;
+}
+
+int landlock_restrict(const void* arg, int tty) noexcept {
+  const auto* l = static_cast<const LandlockRuleset*>(arg);
+  if (tty >= 0)
+    if (int e = add_rule_fd(l->fd.get(), tty, dev_rights(l->abi), l->handled_fs, false)) return e;
+  if (::syscall(SYS_landlock_restrict_self, l->fd.get(), 0) < 0) return errno;
+  return 0;
+}
+
+}  // namespace uexec::policy

@@ -1,0 +1,404 @@
+#include "policy/profile.h"
+
+#include <dirent.h>
+#include <fnmatch.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace uexec::policy {
+
+using base::Errc;
+using base::Error;
+using base::Result;
+
+const char* sandbox_mode_name(SandboxMode m) noexcept {
+  switch (m) {
+    case SandboxMode::kReadOnly: return "read-only";
+    case SandboxMode::kWorkspaceWrite: return "workspace-write";
+    case SandboxMode::kDangerFullAccess: return "danger-full-access";
+  }
+  return "?";
+}
+
+Result<SandboxMode> parse_sandbox_mode(std::string_view s) {
+  if (s == "read-only") return SandboxMode::kReadOnly;
+  if (s == "workspace-write") return SandboxMode::kWorkspaceWrite;
+  if (s == "danger-full-access") return SandboxMode::kDangerFullAccess;
+  return Error::invalid("unknown sandbox mode \"" + std::string(s) +
+                        "\" (read-only, workspace-write or danger-full-access)");
+}
+
+PermissionProfile PermissionProfile::for_mode(SandboxMode mode) {
+  PermissionProfile p;
+  p.mode = mode;
+  p.slash_tmp = mode == SandboxMode::kReadOnly ? TmpPolicy::kNone : TmpPolicy::kHost;
+  p.network = mode == SandboxMode::kDangerFullAccess;
+  return p;
+}
+
+namespace {
+
+constexpr std::size_t kMaxSocketMasks = 256;
+constexpr std::size_t kMaxScanEntries = 200000;
+
+Error policy_error(std::string what) { return Error{Errc::kPolicy, 0, std::move(what)}; }
+
+std::string env_get(const std::vector<std::string>& env, std::string_view name) {
+  for (const auto& kv : env)
+    if (kv.size() > name.size() && kv.compare(0, name.size(), name) == 0 && kv[name.size()] == '=')
+      return kv.substr(name.size() + 1);
+  return {};
+}
+
+std::string own_env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+// "/a/./b//c/../d" → "/a/b/d"; `path` must be absolute.
+std::string lexical(const std::string& path) {
+  std::vector<std::string> parts;
+  std::stringstream ss(path);
+  std::string part;
+  while (std::getline(ss, part, '/')) {
+    if (part.empty() || part == ".") continue;
+    if (part == "..") {
+      if (!parts.empty()) parts.pop_back();
+      continue;
+    }
+    parts.push_back(part);
+  }
+  std::string out;
+  for (const auto& p : parts) out += "/" + p;
+  return out.empty() ? "/" : out;
+}
+
+std::string absolute(const std::string& path, const std::string& base) {
+  if (!path.empty() && path[0] == '/') return lexical(path);
+  return lexical(base + "/" + path);
+}
+
+bool exists(const std::string& p, struct stat* st = nullptr) {
+  struct stat s {};
+  if (::lstat(p.c_str(), &s) != 0) return false;
+  if (st) *st = s;
+  return true;
+}
+
+std::string real(const std::string& p) {
+  char buf[PATH_MAX];
+  return ::realpath(p.c_str(), buf) ? std::string(buf) : p;
+}
+
+// Is `path` equal to `root` or beneath it (by components)?
+bool within(const std::string& path, const std::string& root) {
+  if (root == "/") return true;
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
+}
+
+bool has_glob(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
+
+std::vector<std::string_view> split(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && s[i] == '/') ++i;
+    std::size_t j = s.find('/', i);
+    if (j == std::string_view::npos) j = s.size();
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
+bool match_parts(const std::vector<std::string_view>& pat, std::size_t pi,
+                 const std::vector<std::string_view>& path, std::size_t si) {
+  while (pi < pat.size()) {
+    if (pat[pi] == "**") {
+      for (std::size_t k = si; k <= path.size(); ++k)
+        if (match_parts(pat, pi + 1, path, k)) return true;
+      return false;
+    }
+    if (si >= path.size()) return false;
+    std::string p(pat[pi]), s(path[si]);
+    if (::fnmatch(p.c_str(), s.c_str(), 0) != 0) return false;
+    ++pi;
+    ++si;
+  }
+  return si == path.size();
+}
+
+struct DenyScan {
+  const std::string* pattern;
+  std::size_t entries = 0;
+  int max_depth = 16;
+  ResolvedPolicy* out;
+};
+
+void scan(DenyScan& s, const std::string& dir, int depth, const std::vector<std::string_view>& pat) {
+  if (depth > s.max_depth || s.entries > kMaxScanEntries) return;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    if (++s.entries > kMaxScanEntries) break;
+    std::string path = dir == "/" ? "/" + std::string(name) : dir + "/" + std::string(name);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) continue;
+    auto parts = split(path);
+    if (match_parts(pat, 0, parts, 0)) {
+      (S_ISDIR(st.st_mode) ? s.out->deny_dirs : s.out->deny_files).push_back(path);
+      continue;  // a masked directory hides everything below it
+    }
+    if (S_ISDIR(st.st_mode)) scan(s, path, depth + 1, pat);
+  }
+  ::closedir(d);
+}
+
+void sort_unique(std::vector<std::string>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+// `.git` as a file: "gitdir: X" makes X (and X/commondir's target) read-only too.
+void add_gitdir_targets(const std::string& git_file, std::vector<std::string>& read_only) {
+  std::ifstream f(git_file);
+  std::string line;
+  if (!std::getline(f, line) || line.rfind("gitdir:", 0) != 0) return;
+  std::string target = line.substr(7);
+  target.erase(0, target.find_first_not_of(" \t"));
+  while (!target.empty() && (target.back() == '\r' || target.back() == ' ')) target.pop_back();
+  if (target.empty()) return;
+  std::string dir = git_file.substr(0, git_file.rfind('/'));
+  std::string gitdir = real(absolute(target, dir.empty() ? "/" : dir));
+  if (!exists(gitdir)) return;
+  read_only.push_back(gitdir);
+  std::ifstream c(gitdir + "/commondir");
+  std::string common;
+  if (std::getline(c, common) && !common.empty()) {
+    std::string cd = real(absolute(common, gitdir));
+    if (exists(cd)) read_only.push_back(cd);
+  }
+}
+
+void sweep_sockets(const PermissionProfile& p, ResolvedPolicy& r) {
+  std::ifstream f("/proc/net/unix");
+  std::string line;
+  std::getline(f, line);  // header
+  std::vector<std::string> found;
+  while (std::getline(f, line)) {
+    std::istringstream ls(line);
+    std::string num, refcount, proto, flags, type, st, inode, path;
+    if (!(ls >> num >> refcount >> proto >> flags >> type >> st >> inode >> path)) continue;
+    if (path.empty() || path[0] != '/') continue;  // abstract or unnamed
+    unsigned long fl = std::strtoul(flags.c_str(), nullptr, 16);
+    if (!(fl & 0x10000)) continue;  // __SO_ACCEPTCON: listening
+    found.push_back(path);
+  }
+  sort_unique(found);
+  for (const auto& raw : found) {
+    struct stat st {};
+    if (::stat(raw.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    std::string path = real(raw);
+    bool keep = false;
+    for (const auto& w : r.writable) keep = keep || within(path, w);
+    for (const auto& h : r.hide_dirs) keep = keep || within(path, h);
+    for (const auto& a : p.allow_unix_sockets) keep = keep || within(path, a);
+    if (keep) continue;
+    if (r.hide_files.size() >= kMaxSocketMasks) {
+      r.socket_sweep_truncated = true;
+      break;
+    }
+    r.hide_files.push_back(path);
+  }
+}
+
+std::uint64_t fingerprint(const ResolvedPolicy& r) {
+  std::uint64_t h = 1469598103934665603ULL;
+  auto mix = [&h](std::string_view s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
+    h = (h ^ 0xff) * 1099511628211ULL;
+  };
+  for (const auto* v : {&r.writable, &r.read_only, &r.stubs, &r.deny_files, &r.deny_dirs,
+                        &r.hide_dirs, &r.hide_files}) {
+    for (const auto& s : *v) mix(s);
+    mix("|");
+  }
+  mix(r.full_write ? "W" : "w");
+  mix(r.private_tmp ? "T" : "t");
+  mix(r.network ? "N" : "n");
+  return h;
+}
+
+}  // namespace
+
+Result<std::string> canonical_root(const std::string& path, const std::string& base) {
+  std::string abs = absolute(path, base);
+  std::string prefix;
+  for (auto part : split(abs)) {
+    std::string parent = prefix.empty() ? "/" : prefix;
+    prefix += "/" + std::string(part);
+    struct stat st {};
+    if (::lstat(prefix.c_str(), &st) != 0) {
+      if (errno == ENOENT) return policy_error("MissingRoot: " + abs + " does not exist");
+      return Error::sys("lstat " + prefix);
+    }
+    if (S_ISLNK(st.st_mode)) {
+      // A system alias (root-owned link in a root-owned directory: /var/run, usrmerge /bin)
+      // resolves silently; any other symlink could be swapped under the sandbox.
+      struct stat pst {};
+      bool alias = st.st_uid == 0 && ::lstat(parent.c_str(), &pst) == 0 && pst.st_uid == 0;
+      if (!alias) return policy_error("SymlinkedRoot: " + abs + " (component " + prefix + " is a symlink)");
+      prefix = real(prefix);
+      if (prefix == "/") prefix.clear();
+    }
+  }
+  return prefix.empty() ? std::string("/") : prefix;
+}
+
+bool glob_match(std::string_view pattern, std::string_view path) noexcept {
+  try {
+    return match_parts(split(pattern), 0, split(path), 0);
+  } catch (...) {
+    return false;
+  }
+}
+
+Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& in) {
+  if (in.cwd.empty() || in.cwd[0] != '/') return Error::invalid("sandbox: cwd must be absolute");
+  ResolvedPolicy r;
+  r.network = p.network && !p.network_hard_deny;
+  const std::string home = env_get(in.env, "HOME").empty() ? own_env("HOME") : env_get(in.env, "HOME");
+  std::vector<std::string> tmp_roots;  // writable, but without protected names
+
+  if (p.mode == SandboxMode::kDangerFullAccess) {
+    r.full_write = true;
+  } else if (p.mode == SandboxMode::kWorkspaceWrite) {
+    auto cwd = canonical_root(in.cwd, "/");
+    if (!cwd) return std::move(cwd).error();
+    r.writable.push_back(*cwd);
+    for (const auto& w : p.writable_roots) {
+      std::string expanded = (w.rfind("~/", 0) == 0 && !home.empty()) ? home + w.substr(1) : w;
+      auto c = canonical_root(expanded, *cwd);
+      if (!c) return std::move(c).error();
+      r.writable.push_back(*c);
+    }
+    if (p.slash_tmp == TmpPolicy::kHost) {
+      r.writable.push_back("/tmp");
+      tmp_roots.push_back("/tmp");
+      std::string tmpdir = env_get(in.env, "TMPDIR");
+      if (!tmpdir.empty() && exists(tmpdir)) {
+        std::string t = real(tmpdir);
+        if (!within(t, "/tmp")) {
+          r.writable.push_back(t);
+          tmp_roots.push_back(t);
+        }
+      }
+    } else if (p.slash_tmp == TmpPolicy::kPrivate) {
+      r.private_tmp = true;
+    }
+  }
+  sort_unique(r.writable);
+
+  // Protected names directly under each writable root (not /tmp or $TMPDIR: no stubs there).
+  std::vector<std::string> names = {".git", ".codex", ".agents", ".uexec"};
+  names.insert(names.end(), p.extra_protected_names.begin(), p.extra_protected_names.end());
+  for (const auto& w : r.writable) {
+    bool is_tmp = std::find(tmp_roots.begin(), tmp_roots.end(), w) != tmp_roots.end();
+    for (const auto& name : names) {
+      std::string path = (w == "/" ? "" : w) + "/" + name;
+      struct stat st {};
+      if (!exists(path, &st)) {
+        if (!is_tmp) r.stubs.push_back(path);
+        continue;
+      }
+      if (S_ISLNK(st.st_mode)) return policy_error("SymlinkedCarveOut: " + path + " is a symlink");
+      r.read_only.push_back(path);
+      if (name == ".git" && S_ISREG(st.st_mode)) add_gitdir_targets(path, r.read_only);
+    }
+  }
+  // uexec's config is read-only in every sandbox; its control and state dirs are hidden.
+  std::string xdg_config = own_env("XDG_CONFIG_HOME");
+  std::string config_dir = !xdg_config.empty() ? xdg_config + "/uexec" : (home.empty() ? "" : home + "/.config/uexec");
+  if (!config_dir.empty() && exists(config_dir)) r.read_only.push_back(real(config_dir));
+
+  std::string runtime = own_env("XDG_RUNTIME_DIR");
+  std::string control = !in.control_dir.empty() ? in.control_dir
+                        : !runtime.empty()      ? runtime + "/uexec"
+                                                : "/tmp/uexec-" + std::to_string(::getuid());
+  std::string xdg_state = own_env("XDG_STATE_HOME");
+  std::string state = !xdg_state.empty() ? xdg_state + "/uexec" : (home.empty() ? "" : home + "/.local/state/uexec");
+  std::vector<std::string> dirs = {control, state, runtime, env_get(in.env, "XDG_RUNTIME_DIR"),
+                                   "/run/libvirt", "/tmp/.X11-unix", "/tmp/.ICE-unix",
+                                   "/tmp/tmux-" + std::to_string(::getuid())};
+  if (DIR* d = ::opendir("/tmp")) {
+    while (dirent* e = ::readdir(d))
+      if (std::string_view(e->d_name).rfind("ssh-", 0) == 0) dirs.push_back(std::string("/tmp/") + e->d_name);
+    ::closedir(d);
+  }
+  for (const auto& d : dirs) {
+    struct stat st {};
+    if (d.empty() || ::stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    std::string c = real(d);
+    bool allowed = false;
+    for (const auto& a : p.allow_unix_sockets) allowed = allowed || within(a, c);
+    if (!allowed || c == real(control) || c == real(state)) r.hide_dirs.push_back(c);
+  }
+  sort_unique(r.hide_dirs);
+  std::vector<std::string> files = {"/run/docker.sock", "/run/containerd/containerd.sock",
+                                    "/run/podman/podman.sock", "/run/dbus/system_bus_socket",
+                                    "/run/snapd.socket", env_get(in.env, "SSH_AUTH_SOCK")};
+  for (const auto& f : files) {
+    struct stat st {};
+    if (f.empty() || ::stat(f.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
+    std::string c = real(f);
+    bool skip = false;
+    for (const auto& h : r.hide_dirs) skip = skip || within(c, h);
+    for (const auto& a : p.allow_unix_sockets) skip = skip || within(c, a);
+    if (!skip) r.hide_files.push_back(c);
+  }
+  sweep_sockets(p, r);
+
+  // Deny-read: globs expanded now (a launch-time snapshot), plain paths kept when present.
+  for (const auto& g : p.deny_read) {
+    std::string pat = (g.rfind("~/", 0) == 0 && !home.empty()) ? home + g.substr(1) : g;
+    pat = (pat[0] == '/') ? pat : in.cwd + "/" + pat;
+    if (!has_glob(pat)) {
+      std::string path = absolute(pat, "/");
+      struct stat st {};
+      if (::stat(path.c_str(), &st) != 0) continue;  // missing: nothing to mask yet
+      (S_ISDIR(st.st_mode) ? r.deny_dirs : r.deny_files).push_back(real(path));
+      continue;
+    }
+    auto parts = split(pat);
+    std::string base;
+    for (auto part : parts) {
+      if (has_glob(part)) break;
+      base += "/" + std::string(part);
+    }
+    if (base.empty()) base = "/";
+    DenyScan s{&g, 0, p.glob_scan_max_depth, &r};
+    scan(s, base, 0, parts);
+    if (s.entries > kMaxScanEntries)
+      return policy_error("deny_read_index_unavailable: scanning " + base + " for " + g +
+                          " went over " + std::to_string(kMaxScanEntries) + " entries");
+  }
+  if (r.private_tmp) {
+    // A private /tmp shows nothing of the host's: no masks are needed (or possible) there.
+    for (auto* v : {&r.deny_files, &r.deny_dirs, &r.hide_dirs, &r.hide_files})
+      std::erase_if(*v, [](const std::string& s) { return within(s, "/tmp"); });
+  }
+  for (auto* v : {&r.read_only, &r.stubs, &r.deny_files, &r.deny_dirs, &r.hide_files}) sort_unique(*v);
+  r.fingerprint = fingerprint(r);
+  return r;
+}
+
+}  // namespace uexec::policy

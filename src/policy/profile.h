@@ -1,0 +1,88 @@
+// profile.h: what a sandbox allows (PermissionProfile) and what that means on this host
+// (ResolvedPolicy): canonical paths, carve-outs, masks.
+//
+// A profile is what a person or a client asks for: a mode (read-only, workspace-write,
+// danger-full-access), extra writable roots, deny-read globs, network on or off. resolve()
+// turns it into concrete, canonical lists for one spawn, following sandbox.md §1:
+//   - every writable root is canonical, exists, and has no symlink component except the
+//     root-owned system aliases (/var/run, usrmerge /bin …): SymlinkedRoot / MissingRoot;
+//   - the protected names (.git, .codex, .agents, .uexec + extra) directly under each
+//     writable root are read-only: existing ones as carve-outs, missing ones as stubs that
+//     the backend makes read-only so they cannot be created; a `.git` file's gitdir target
+//     (and its commondir) too; a protected name that is a symlink is refused;
+//   - deny-read globs are expanded at launch (bounded scan), into files and directories;
+//   - uexec's own control and state directories, $XDG_RUNTIME_DIR and every listening
+//     pathname socket outside the writable roots are hidden (sandbox.md §3.5).
+// Pure policy: reads the file system, never changes it, knows no backend.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace uexec::policy {
+
+enum class SandboxMode { kReadOnly, kWorkspaceWrite, kDangerFullAccess };
+const char* sandbox_mode_name(SandboxMode m) noexcept;  // "workspace-write"
+[[nodiscard]] base::Result<SandboxMode> parse_sandbox_mode(std::string_view s);
+
+// /tmp (and $TMPDIR when it lies elsewhere): the host's, a private tmpfs, or not writable.
+enum class TmpPolicy { kHost, kPrivate, kNone };
+
+struct PermissionProfile {
+  SandboxMode mode = SandboxMode::kWorkspaceWrite;
+  std::vector<std::string> writable_roots;         // beyond :cwd (workspace-write only)
+  std::vector<std::string> deny_read;              // globs or paths; relative ones anchor at cwd
+  bool network = false;                            // false: restricted
+  bool network_hard_deny = false;                  // no retry may add network
+  TmpPolicy slash_tmp = TmpPolicy::kHost;          // read-only mode ignores it (none)
+  std::vector<std::string> extra_protected_names;  // e.g. ".aws"
+  std::vector<std::string> allow_unix_sockets;     // never hidden
+  int glob_scan_max_depth = 16;
+
+  static PermissionProfile for_mode(SandboxMode mode);
+  bool has_deny_entries() const noexcept { return !deny_read.empty(); }
+  // danger-full-access without deny entries: nothing to enforce.
+  bool unrestricted() const noexcept {
+    return mode == SandboxMode::kDangerFullAccess && deny_read.empty();
+  }
+};
+
+// One spawn's policy in concrete, canonical paths. Lists are sorted; `writable` parents first.
+struct ResolvedPolicy {
+  bool full_write = false;               // danger-full-access with deny entries: "/" writable
+  std::vector<std::string> writable;     // bind read-write
+  std::vector<std::string> read_only;    // existing carve-outs inside writable roots
+  std::vector<std::string> stubs;        // missing protected names: made read-only stubs
+  std::vector<std::string> deny_files;   // deny-read matches at launch
+  std::vector<std::string> deny_dirs;
+  std::vector<std::string> hide_dirs;    // masked by an empty, mode-000 directory
+  std::vector<std::string> hide_files;   // sockets masked by an empty, mode-000 file
+  bool private_tmp = false;              // a fresh tmpfs on /tmp
+  bool network = false;
+  bool socket_sweep_truncated = false;   // more than 256 host sockets: the rest stay visible
+  std::uint64_t fingerprint = 0;         // of every list above; the cache key for plans
+
+  bool has_deny() const noexcept { return !deny_files.empty() || !deny_dirs.empty(); }
+};
+
+struct ResolveInput {
+  std::string cwd;                       // sandbox_policy_cwd; absolute
+  std::vector<std::string> env;          // the request's env ("NAME=value"): HOME, TMPDIR, …
+  std::string control_dir;               // the daemon's socket dir; empty: the default
+};
+
+[[nodiscard]] base::Result<ResolvedPolicy> resolve(const PermissionProfile& profile,
+                                                   const ResolveInput& in);
+
+// Canonical form of `path` (absolute, or relative to `base`): kPolicy "SymlinkedRoot …" when a
+// component is a symlink that is not a root-owned system alias, "MissingRoot …" when absent.
+[[nodiscard]] base::Result<std::string> canonical_root(const std::string& path, const std::string& base);
+
+// Does `path` match glob `pattern` ('*', '?', '[…]' within a component; '**' any depth)?
+bool glob_match(std::string_view pattern, std::string_view path) noexcept;
+
+}  // namespace uexec::policy

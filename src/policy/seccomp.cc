@@ -1,0 +1,163 @@
+#include "policy/seccomp.h"
+
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/netlink.h>
+
+#include <array>
+#include <mutex>
+
+namespace uexec::policy {
+
+using base::Error;
+using base::Result;
+using base::UniqueFd;
+
+namespace {
+
+// The seccomp context, freed on every path.
+struct Ctx {
+  scmp_filter_ctx c = nullptr;
+  ~Ctx() {
+    if (c) seccomp_release(c);
+  }
+};
+
+constexpr std::array<unsigned long long, 8> kCloneNewBits = {
+    CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC,
+    CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, 0x00000080ULL /* CLONE_NEWTIME */};
+
+Result<void> add(Ctx& ctx, uint32_t action, int nr, std::initializer_list<scmp_arg_cmp> args,
+                 const char* what) {
+  if (nr < 0) return {};  // not on this architecture
+  int rc = seccomp_rule_add_array(ctx.c, action, nr, static_cast<unsigned>(args.size()),
+                                  args.size() ? args.begin() : nullptr);
+  if (rc < 0) return Error::sys(std::string("seccomp_rule_add ") + what, -rc);
+  return {};
+}
+
+Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root) {
+  Ctx ctx;
+  ctx.c = seccomp_init(SCMP_ACT_ALLOW);
+  if (!ctx.c) return Error::sys("seccomp_init", ENOMEM);
+  // i386 (int 0x80) and x32 calls are not the native ABI: kill the process (SIGSYS).
+  if (int rc = seccomp_attr_set(ctx.c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc < 0)
+    return Error::sys("seccomp badarch action", -rc);
+  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  const uint32_t enosys = SCMP_ACT_ERRNO(ENOSYS);
+  auto rule = [&](uint32_t action, int nr, std::initializer_list<scmp_arg_cmp> args, const char* what) {
+    return add(ctx, action, nr, args, what);
+  };
+#define TRY(expr)                                 \
+  if (auto r_ = (expr); !r_) return std::move(r_).error()
+  // Quiet: runtimes probe these and fall back.
+  TRY(rule(enosys, SCMP_SYS(io_uring_setup), {}, "io_uring_setup"));
+  TRY(rule(enosys, SCMP_SYS(io_uring_enter), {}, "io_uring_enter"));
+  TRY(rule(enosys, SCMP_SYS(io_uring_register), {}, "io_uring_register"));
+  TRY(rule(enosys, SCMP_SYS(clone3), {}, "clone3"));  // flags behind a pointer; glibc falls back
+  // Namespaces: any CLONE_NEW* bit.
+  for (auto bit : kCloneNewBits) {
+    TRY(rule(eperm, SCMP_SYS(unshare), {SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit)}, "unshare"));
+    if (bit != 0x80)  // in clone's flags the low byte is the exit signal; NEWTIME is unshare-only
+      TRY(rule(eperm, SCMP_SYS(clone), {SCMP_A0(SCMP_CMP_MASKED_EQ, bit, bit)}, "clone"));
+  }
+  for (int nr : {SCMP_SYS(setns), SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv),
+                 SCMP_SYS(process_vm_writev), SCMP_SYS(mount), SCMP_SYS(umount2),
+                 SCMP_SYS(pivot_root), SCMP_SYS(open_tree), SCMP_SYS(move_mount), SCMP_SYS(fsopen),
+                 SCMP_SYS(fsconfig), SCMP_SYS(fsmount), SCMP_SYS(fspick), SCMP_SYS(mount_setattr),
+                 SCMP_SYS(keyctl), SCMP_SYS(add_key), SCMP_SYS(request_key), SCMP_SYS(bpf),
+                 SCMP_SYS(perf_event_open), SCMP_SYS(userfaultfd), SCMP_SYS(kexec_load),
+                 SCMP_SYS(kexec_file_load), SCMP_SYS(init_module), SCMP_SYS(finit_module),
+                 SCMP_SYS(delete_module), SCMP_SYS(open_by_handle_at)})
+    TRY(rule(eperm, nr, {}, "deny list"));
+  // Terminal injection, compared on the low 32 bits of the request.
+  for (unsigned long req : {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)})
+    TRY(rule(eperm, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, req)}, "ioctl"));
+  // Sockets.
+  if (!network) {
+    TRY(rule(eperm, SCMP_SYS(socket), {SCMP_A0(SCMP_CMP_NE, AF_UNIX)}, "socket"));
+    TRY(rule(eperm, SCMP_SYS(socketpair), {SCMP_A0(SCMP_CMP_NE, AF_UNIX)}, "socketpair"));
+  } else {
+    for (int family = 0; family < AF_MAX; ++family) {
+      if (family == AF_UNIX || family == AF_INET || family == AF_INET6 || family == AF_NETLINK) continue;
+      TRY(rule(eperm, SCMP_SYS(socket), {SCMP_A0(SCMP_CMP_EQ, static_cast<unsigned>(family))}, "socket"));
+    }
+    TRY(rule(eperm, SCMP_SYS(socket), {SCMP_A0(SCMP_CMP_GE, AF_MAX)}, "socket"));
+    TRY(rule(eperm, SCMP_SYS(socket),
+             {SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE)}, "socket netlink"));
+    TRY(rule(eperm, SCMP_SYS(socketpair), {SCMP_A0(SCMP_CMP_NE, AF_UNIX)}, "socketpair"));
+  }
+  // Root: no new setuid/setgid files (a setuid file left in a workspace outlives the sandbox).
+  if (root) {
+    for (unsigned long long bit : {static_cast<unsigned long long>(S_ISUID), static_cast<unsigned long long>(S_ISGID)}) {
+      TRY(rule(eperm, SCMP_SYS(chmod), {SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit)}, "chmod"));
+      TRY(rule(eperm, SCMP_SYS(fchmod), {SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit)}, "fchmod"));
+      TRY(rule(eperm, SCMP_SYS(fchmodat), {SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "fchmodat"));
+      TRY(rule(eperm, 452 /* fchmodat2: newer than these headers */, {SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "fchmodat2"));
+      TRY(rule(eperm, SCMP_SYS(open),
+               {SCMP_A1(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT), SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "open"));
+      TRY(rule(eperm, SCMP_SYS(openat),
+               {SCMP_A2(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT), SCMP_A3(SCMP_CMP_MASKED_EQ, bit, bit)}, "openat"));
+      TRY(rule(eperm, SCMP_SYS(creat), {SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit)}, "creat"));
+      TRY(rule(eperm, SCMP_SYS(mknod), {SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit)}, "mknod"));
+      TRY(rule(eperm, SCMP_SYS(mknodat), {SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "mknodat"));
+    }
+    TRY(rule(enosys, SCMP_SYS(openat2), {}, "openat2"));  // its mode is behind a pointer
+  }
+#undef TRY
+  UniqueFd mem(static_cast<int>(::syscall(SYS_memfd_create, "uexec-bpf", MFD_CLOEXEC)));
+  if (!mem) return Error::sys("memfd_create bpf");
+  if (int rc = seccomp_export_bpf(ctx.c, mem.get()); rc < 0) return Error::sys("seccomp_export_bpf", -rc);
+  off_t size = ::lseek(mem.get(), 0, SEEK_END);
+  if (size <= 0 || size % sizeof(sock_filter) != 0) return Error::sys("seccomp export size", EINVAL);
+  auto prog = std::make_shared<BpfProgram>();
+  prog->insns.resize(static_cast<std::size_t>(size) / sizeof(sock_filter));
+  if (::pread(mem.get(), prog->insns.data(), static_cast<std::size_t>(size), 0) != size)
+    return Error::sys("read back bpf");
+  prog->fprog.len = static_cast<unsigned short>(prog->insns.size());
+  prog->fprog.filter = prog->insns.data();
+  return std::shared_ptr<const BpfProgram>(std::move(prog));
+}
+
+}  // namespace
+
+Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root) {
+  static std::mutex mu;
+  static std::shared_ptr<const BpfProgram> cache[2][2];
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[network ? 1 : 0][root ? 1 : 0];
+  if (!slot) {
+    auto p = compile(network, root);
+    if (!p) return std::move(p).error();
+    slot = *p;
+  }
+  return slot;
+}
+
+Result<UniqueFd> seccomp_memfd(const BpfProgram& program) {
+  UniqueFd mem(static_cast<int>(::syscall(SYS_memfd_create, "uexec-seccomp", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
+  if (!mem) return Error::sys("memfd_create seccomp");
+  std::size_t bytes = program.insns.size() * sizeof(sock_filter);
+  if (::write(mem.get(), program.insns.data(), bytes) != static_cast<ssize_t>(bytes))
+    return Error::sys("write seccomp memfd");
+  ::lseek(mem.get(), 0, SEEK_SET);
+  ::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  return mem;
+}
+
+int apply_seccomp(const void* program, int) noexcept {
+  const auto* p = static_cast<const BpfProgram*>(program);
+  if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &p->fprog) < 0) return errno;
+  return 0;
+}
+
+}  // namespace uexec::policy
