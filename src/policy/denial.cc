@@ -39,7 +39,8 @@ std::string denial_keyword(std::string_view output, bool mount_view) {
   std::string lower(output);
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  for (std::string_view phrase : {"operation not permitted", "permission denied", "read-only file system"})
+  for (std::string_view phrase : {"operation not permitted", "permission denied", "read-only file system",
+                                  "failed to write file"})
     if (lower.find(phrase) != std::string::npos) return std::string(phrase);
   if (mount_view)
     for (std::string_view phrase : {"device or resource busy", "invalid cross-device link"})
@@ -47,6 +48,22 @@ std::string denial_keyword(std::string_view output, bool mount_view) {
   for (std::string_view word : {"sandbox", "seccomp", "landlock"})
     if (contains_word(lower, word)) return std::string(word);
   return {};
+}
+
+bool is_likely_sandbox_denied(bool sandboxed, bool linux_seccomp, const ExecOutput& out) {
+  if (!sandboxed || out.exit_code == 0) return false;
+  static constexpr std::string_view kKeywords[] = {"operation not permitted", "permission denied",
+                                                    "read-only file system", "seccomp", "sandbox",
+                                                    "landlock", "failed to write file"};
+  for (const std::string* section : {&out.stderr_text, &out.stdout_text, &out.aggregated}) {
+    std::string lower(*section);
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    for (auto k : kKeywords)
+      if (lower.find(k) != std::string::npos) return true;
+  }
+  if (out.exit_code == 2 || out.exit_code == 126 || out.exit_code == 127) return false;
+  return linux_seccomp && out.exit_code == 128 + SIGSYS;
 }
 
 std::optional<SandboxDenied> classify_exit(const pty::ExitStatus& status, const DenialLog* log,
@@ -58,7 +75,8 @@ std::optional<SandboxDenied> classify_exit(const pty::ExitStatus& status, const 
     return SandboxDenied{code, DenialSource::kExecutor, r.source, r.source + " " + r.detail};
   }
   if (status.signal == 0 && (code == 2 || code == 126 || code == 127)) return std::nullopt;
-  if (seccomp && status.signal == SIGSYS)
+  // A signal death, or a wrapper's 128+SIGSYS (bwrap reports its child's death that way).
+  if (seccomp && (status.signal == SIGSYS || code == 128 + SIGSYS))
     return SandboxDenied{code, DenialSource::kExecutor, "seccomp", "seccomp killed the process (SIGSYS)"};
   std::string kw = denial_keyword(output, mount_view);
   if (kw.empty()) return std::nullopt;

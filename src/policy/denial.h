@@ -51,4 +51,14 @@ std::optional<SandboxDenied> classify_exit(const pty::ExitStatus& status, const 
 // The keyword the scan found in `output` (lower-cased), or empty.
 std::string denial_keyword(std::string_view output, bool mount_view);
 
+// Codex's own predicate, kept under its name for compatibility tests (sandbox.md §5.2, seed
+// 000): kind None or exit 0 → false; any of the seven keywords in stderr, stdout or the
+// aggregated output (plain substring, lower-cased) → true; exit 2, 126, 127 → false; a Linux
+// kind and exit 128+SIGSYS → true; else false. Side-effect free. Production uses classify_exit.
+struct ExecOutput {
+  int exit_code = 0;
+  std::string stdout_text, stderr_text, aggregated;
+};
+bool is_likely_sandbox_denied(bool sandboxed, bool linux_seccomp, const ExecOutput& out);
+
 }  // namespace uexec::policy

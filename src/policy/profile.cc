@@ -244,7 +244,6 @@ Result<std::string> canonical_root(const std::string& path, const std::string& b
   std::string abs = absolute(path, base);
   std::string prefix;
   for (auto part : split(abs)) {
-    std::string parent = prefix.empty() ? "/" : prefix;
     prefix += "/" + std::string(part);
     struct stat st {};
     if (::lstat(prefix.c_str(), &st) != 0) {
@@ -252,10 +251,14 @@ Result<std::string> canonical_root(const std::string& path, const std::string& b
       return Error::sys("lstat " + prefix);
     }
     if (S_ISLNK(st.st_mode)) {
-      // A system alias (root-owned link in a root-owned directory: /var/run, usrmerge /bin)
-      // resolves silently; any other symlink could be swapped under the sandbox.
-      struct stat pst {};
-      bool alias = st.st_uid == 0 && ::lstat(parent.c_str(), &pst) == 0 && pst.st_uid == 0;
+      // A system alias (/var/run, /var/lock, usrmerge /bin, /sbin, /lib*; root-owned) resolves
+      // silently; any other symlink could be swapped under the sandbox.
+      static const char* const kAliases[] = {"/var/run", "/var/lock", "/bin", "/sbin", "/lib",
+                                             "/lib32", "/lib64", "/libx32"};
+      bool alias = false;
+      for (const char* a : kAliases) alias = alias || prefix == a;
+      alias = alias && st.st_uid == 0;
+
       if (!alias) return policy_error("SymlinkedRoot: " + abs + " (component " + prefix + " is a symlink)");
       prefix = real(prefix);
       if (prefix == "/") prefix.clear();
@@ -353,6 +356,16 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
     if (!allowed || c == real(control) || c == real(state)) r.hide_dirs.push_back(c);
   }
   sort_unique(r.hide_dirs);
+  // A directory inside a hidden one is hidden with it (and could not be masked again).
+  for (std::size_t i = 1; i < r.hide_dirs.size();) {
+    bool nested = false;
+    for (std::size_t j = 0; j < i; ++j) nested = nested || within(r.hide_dirs[i], r.hide_dirs[j]);
+    if (nested) {
+      r.hide_dirs.erase(r.hide_dirs.begin() + static_cast<std::ptrdiff_t>(i));
+    } else {
+      ++i;
+    }
+  }
   std::vector<std::string> files = {"/run/docker.sock", "/run/containerd/containerd.sock",
                                     "/run/podman/podman.sock", "/run/dbus/system_bus_socket",
                                     "/run/snapd.socket", env_get(in.env, "SSH_AUTH_SOCK")};
@@ -391,6 +404,13 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
       return policy_error("deny_read_index_unavailable: scanning " + base + " for " + g +
                           " went over " + std::to_string(kMaxScanEntries) + " entries");
   }
+  // Deny-read inside a hidden directory is already unreadable (and unreachable to mask).
+  for (auto* v : {&r.deny_files, &r.deny_dirs})
+    std::erase_if(*v, [&r](const std::string& s) {
+      for (const auto& h : r.hide_dirs)
+        if (within(s, h)) return true;
+      return false;
+    });
   if (r.private_tmp) {
     // A private /tmp shows nothing of the host's: no masks are needed (or possible) there.
     for (auto* v : {&r.deny_files, &r.deny_dirs, &r.hide_dirs, &r.hide_files})

@@ -1,0 +1,270 @@
+// Policy layer, pure parts: the denial predicates (Codex's and ours), globs, profile
+// resolution against a real scratch tree, and the bwrap argv goldens.
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "policy/bwrap.h"
+#include "policy/denial.h"
+#include "policy/profile.h"
+
+using namespace uexec::policy;
+namespace fs = std::filesystem;
+
+namespace {
+
+void check_golden(const std::string& rel, const std::string& actual) {
+  const char* dir = std::getenv("UEXEC_GOLDEN_DIR");
+  REQUIRE_MESSAGE(dir != nullptr, "UEXEC_GOLDEN_DIR is not set");
+  std::string path = std::string(dir) + "/../policy/golden/" + rel;
+  if (std::getenv("UEXEC_UPDATE_GOLDEN")) {
+    std::ofstream(path, std::ios::binary) << actual;
+    return;
+  }
+  std::ifstream in(path, std::ios::binary);
+  REQUIRE_MESSAGE(in.good(), "missing golden file " << path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK_MESSAGE(ss.str() == actual, "golden mismatch: " << path << "\n" << actual);
+}
+
+ExecOutput out(int code, std::string err = "", std::string so = "", std::string agg = "") {
+  return ExecOutput{code, std::move(so), std::move(err), std::move(agg)};
+}
+
+// A scratch directory removed at the end of the test.
+struct Scratch {
+  fs::path root;
+  Scratch() {
+    char tmpl[] = "/var/tmp/uexec-policy-XXXXXX";
+    root = ::mkdtemp(tmpl);
+  }
+  ~Scratch() { fs::remove_all(root); }
+  std::string operator/(const std::string& rel) const { return (root / rel).string(); }
+};
+
+}  // namespace
+
+TEST_CASE("is_likely_sandbox_denied mirrors Codex's cases") {
+  SUBCASE("no keyword: not denied") { CHECK_FALSE(is_likely_sandbox_denied(true, true, out(1, "boom"))); }
+  SUBCASE("a keyword in stderr") {
+    CHECK(is_likely_sandbox_denied(true, true, out(1, "touch: cannot touch 'x': Read-only file system")));
+    CHECK(is_likely_sandbox_denied(true, false, out(1, "Operation not permitted")));
+    CHECK(is_likely_sandbox_denied(true, true, out(1, "error: Failed to write file /etc/x")));
+  }
+  SUBCASE("quick-reject codes do not reject a keyword (Codex's order)") {
+    CHECK(is_likely_sandbox_denied(true, true, out(127, "sh: 1: x: Permission denied")));
+    CHECK_FALSE(is_likely_sandbox_denied(true, true, out(2, "usage")));
+    CHECK_FALSE(is_likely_sandbox_denied(true, true, out(126, "cannot execute")));
+    CHECK_FALSE(is_likely_sandbox_denied(true, true, out(127, "not found")));
+  }
+  SUBCASE("SandboxType None never denies") {
+    CHECK_FALSE(is_likely_sandbox_denied(false, false, out(1, "Permission denied")));
+  }
+  SUBCASE("exit 0 never denies") { CHECK_FALSE(is_likely_sandbox_denied(true, true, out(0, "Permission denied"))); }
+  SUBCASE("the aggregated output is scanned too") {
+    CHECK(is_likely_sandbox_denied(true, true, out(1, "", "", "mkdir: Read-only file system")));
+    CHECK(is_likely_sandbox_denied(true, true, out(1, "", "landlock says no")));
+  }
+  SUBCASE("SIGSYS under a Linux seccomp kind") {
+    CHECK(is_likely_sandbox_denied(true, true, out(128 + SIGSYS)));
+    CHECK_FALSE(is_likely_sandbox_denied(true, false, out(128 + SIGSYS)));
+  }
+}
+
+TEST_CASE("classify_exit: uexec's narrowing of the predicate") {
+  using uexec::pty::ExitStatus;
+  ExitStatus fail{1, 0, false};
+  SUBCASE("tool names are not words: ./sandbox/main.c and sandbox-exec never match") {
+    CHECK_FALSE(classify_exit(fail, nullptr, "./sandbox/main.c: syntax error", true, true));
+    CHECK_FALSE(classify_exit(fail, nullptr, "see sandbox-exec(1)", true, true));
+    CHECK(classify_exit(fail, nullptr, "blocked by the sandbox: write denied", true, true));
+    CHECK(classify_exit(fail, nullptr, "seccomp killed it", true, true));
+  }
+  SUBCASE("quick reject comes before the keyword scan") {
+    CHECK_FALSE(classify_exit(ExitStatus{127, 0, false}, nullptr, "Permission denied", true, true));
+    CHECK_FALSE(classify_exit(ExitStatus{2, 0, false}, nullptr, "Operation not permitted", true, true));
+  }
+  SUBCASE("EBUSY and EXDEV texts count only with a mount view") {
+    CHECK(classify_exit(fail, nullptr, "mv: Device or resource busy", true, true));
+    CHECK_FALSE(classify_exit(fail, nullptr, "mv: Device or resource busy", true, false));
+    CHECK(classify_exit(fail, nullptr, "ln: Invalid cross-device link", false, true));
+    CHECK_FALSE(classify_exit(fail, nullptr, "ln: Invalid cross-device link", false, false));
+  }
+  SUBCASE("executor records count on any non-zero exit, even 127; never on exit 0") {
+    DenialLog log;
+    log.records.push_back({"seccomp", "network", "socket(AF_INET)"});
+    auto d = classify_exit(ExitStatus{127, 0, false}, &log, "", true, true);
+    REQUIRE(d);
+    CHECK(d->source == DenialSource::kExecutor);
+    CHECK(d->describe() == "executor: seccomp socket(AF_INET)");
+    CHECK_FALSE(classify_exit(ExitStatus{0, 0, false}, &log, "", true, true));
+  }
+  SUBCASE("SIGSYS is evidence under seccomp") {
+    auto d = classify_exit(ExitStatus{0, SIGSYS, false}, nullptr, "", true, false);
+    REQUIRE(d);
+    CHECK(d->mechanism == "seccomp");
+    CHECK_FALSE(classify_exit(ExitStatus{0, SIGSYS, false}, nullptr, "", false, false));
+  }
+}
+
+TEST_CASE("glob_match: components, '**' at any depth") {
+  CHECK(glob_match("/w/*.env", "/w/secret.env"));
+  CHECK_FALSE(glob_match("/w/*.env", "/w/sub/secret.env"));
+  CHECK(glob_match("/w/**/*.env", "/w/secret.env"));
+  CHECK(glob_match("/w/**/*.env", "/w/a/b/c.env"));
+  CHECK(glob_match("/w/**/id_?sa", "/w/x/id_rsa"));
+  CHECK(glob_match("/w/[ab].key", "/w/a.key"));
+  CHECK_FALSE(glob_match("/w/[ab].key", "/w/c.key"));
+  CHECK(glob_match("/w/.env*", "/w/.env.local"));
+}
+
+TEST_CASE("canonical_root refuses symlinked and missing roots") {
+  Scratch s;
+  fs::create_directories(s / "real/sub");
+  fs::create_directory_symlink(s / "real", s / "link");
+  auto ok = canonical_root(s / "real/./sub/../sub", "/");
+  REQUIRE(ok);
+  CHECK(*ok == s / "real/sub");
+  auto linked = canonical_root(s / "link/sub", "/");
+  REQUIRE_FALSE(linked);
+  CHECK(linked.error().code == uexec::base::Errc::kPolicy);
+  CHECK(linked.error().context.find("SymlinkedRoot") == 0);
+  auto missing = canonical_root(s / "nope", "/");
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error().context.find("MissingRoot") == 0);
+  // Relative roots resolve against the base.
+  auto rel = canonical_root("sub", s / "real");
+  REQUIRE(rel);
+  CHECK(*rel == s / "real/sub");
+}
+
+TEST_CASE("resolve: carve-outs, stubs, gitdir files, deny-read globs") {
+  Scratch s;
+  fs::create_directories(s / "ws/.git");
+  fs::create_directories(s / "ws/sub");
+  fs::create_directories(s / "wt");
+  fs::create_directories(s / "main.git/worktrees/wt");
+  std::ofstream(s / "wt/.git") << "gitdir: ../main.git/worktrees/wt\n";
+  std::ofstream(s / "main.git/worktrees/wt/commondir") << "../..\n";
+  std::ofstream(s / "ws/secret.env") << "x";
+  std::ofstream(s / "ws/sub/deep.env") << "x";
+  std::ofstream(s / "ws/keep.txt") << "x";
+
+  auto p = PermissionProfile::for_mode(SandboxMode::kWorkspaceWrite);
+  p.writable_roots = {s / "wt"};
+  p.deny_read = {"**/*.env"};
+  auto r = resolve(p, ResolveInput{s / "ws", {"HOME=/nonexistent"}, {}});
+  REQUIRE(r);
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  CHECK(has(r->writable, s / "ws"));
+  CHECK(has(r->writable, s / "wt"));
+  CHECK(has(r->writable, "/tmp"));
+  CHECK(has(r->read_only, s / "ws/.git"));
+  CHECK(has(r->stubs, s / "ws/.codex"));
+  CHECK(has(r->stubs, s / "ws/.uexec"));
+  CHECK_FALSE(has(r->stubs, "/tmp/.codex"));  // no stubs in /tmp
+  // The worktree's .git file, its gitdir and the common dir it names are read-only.
+  CHECK(has(r->read_only, s / "wt/.git"));
+  CHECK(has(r->read_only, s / "main.git/worktrees/wt"));
+  CHECK(has(r->read_only, s / "main.git"));
+  CHECK(has(r->deny_files, s / "ws/secret.env"));
+  CHECK(has(r->deny_files, s / "ws/sub/deep.env"));
+  CHECK_FALSE(has(r->deny_files, s / "ws/keep.txt"));
+  CHECK_FALSE(r->network);
+
+  SUBCASE("a protected name that is a symlink is refused") {
+    fs::create_directory_symlink(s / "ws/sub", s / "ws/.codex");
+    auto bad = resolve(p, ResolveInput{s / "ws", {}, {}});
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().context.find("SymlinkedCarveOut") == 0);
+  }
+  SUBCASE("read-only mode has no writable roots and no /tmp") {
+    auto ro = resolve(PermissionProfile::for_mode(SandboxMode::kReadOnly), ResolveInput{s / "ws", {}, {}});
+    REQUIRE(ro);
+    CHECK(ro->writable.empty());
+    CHECK(ro->stubs.empty());
+  }
+  SUBCASE("danger-full-access with deny entries writes everywhere but still masks") {
+    auto full = PermissionProfile::for_mode(SandboxMode::kDangerFullAccess);
+    CHECK(full.unrestricted());
+    full.deny_read = {"*.env"};
+    CHECK_FALSE(full.unrestricted());
+    auto fr = resolve(full, ResolveInput{s / "ws", {}, {}});
+    REQUIRE(fr);
+    CHECK(fr->full_write);
+    CHECK(has(fr->deny_files, s / "ws/secret.env"));
+  }
+}
+
+namespace {
+
+// A fixed policy for the goldens: no file system behind it, so the argv never drifts.
+ResolvedPolicy golden_policy() {
+  ResolvedPolicy p;
+  p.writable = {"/home/u/proj", "/tmp"};
+  p.read_only = {"/home/u/proj/.git"};
+  return p;
+}
+
+std::string lines(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& a : v) s += a + "\n";
+  return s;
+}
+
+BwrapInput golden_input() {
+  BwrapInput in;
+  in.cwd = "/home/u/proj";
+  in.mask_file = "/run/user/1000/uexec/mask-empty";
+  in.command = {"bash", "-lc", "make test"};
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("bwrap argv goldens") {
+  SUBCASE("read-only") {
+    ResolvedPolicy p;
+    check_golden("bwrap/read-only.argv", lines(bwrap_argv(p, golden_input())));
+  }
+  SUBCASE("workspace-write") { check_golden("bwrap/workspace-write.argv", lines(bwrap_argv(golden_policy(), golden_input()))); }
+  SUBCASE("network on") {
+    auto p = golden_policy();
+    p.network = true;
+    check_golden("bwrap/network-on.argv", lines(bwrap_argv(p, golden_input())));
+  }
+  SUBCASE("deny-read") {
+    auto p = golden_policy();
+    p.deny_files = {"/home/u/proj/.env"};
+    p.deny_dirs = {"/home/u/proj/secrets"};
+    check_golden("bwrap/deny-read.argv", lines(bwrap_argv(p, golden_input())));
+  }
+  SUBCASE("missing stubs") {
+    auto p = golden_policy();
+    p.stubs = {"/home/u/proj/.agents", "/home/u/proj/.codex", "/home/u/proj/.uexec"};
+    check_golden("bwrap/missing-stubs.argv", lines(bwrap_argv(p, golden_input())));
+  }
+  SUBCASE("private tmp") {
+    auto p = golden_policy();
+    p.writable = {"/home/u/proj"};
+    p.private_tmp = true;
+    check_golden("bwrap/private-tmp.argv", lines(bwrap_argv(p, golden_input())));
+  }
+  SUBCASE("hidden sockets") {
+    auto p = golden_policy();
+    p.hide_dirs = {"/run/user/1000"};
+    p.hide_files = {"/run/dbus/system_bus_socket", "/run/docker.sock"};
+    check_golden("bwrap/hidden-sockets.argv", lines(bwrap_argv(p, golden_input())));
+  }
+}
