@@ -490,7 +490,7 @@ Result<void> add_namespace_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec&
 }
 
 Result<void> add_landlock_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec& spec) {
-  if (policy.has_deny())
+  if (policy.has_deny() || policy.deny_configured)
     return Error{Errc::kPolicy, 0, "PolicyNotExpressible: the Landlock-only backend cannot deny reads "
                                    "(deny-read needs the namespace backend)"};
   auto launch = std::make_shared<Launch>();

@@ -279,6 +279,7 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
   if (in.cwd.empty() || in.cwd[0] != '/') return Error::invalid("sandbox: cwd must be absolute");
   ResolvedPolicy r;
   r.network = p.network && !p.network_hard_deny;
+  r.deny_configured = p.has_deny_entries();
   const std::string home = env_get(in.env, "HOME").empty() ? own_env("HOME") : env_get(in.env, "HOME");
   std::vector<std::string> tmp_roots;  // writable, but without protected names
 

@@ -64,6 +64,7 @@ struct ResolvedPolicy {
   bool private_tmp = false;              // a fresh tmpfs on /tmp
   bool network = false;
   bool socket_sweep_truncated = false;   // more than 256 host sockets: the rest stay visible
+  bool deny_configured = false;          // the profile has deny-read entries (matching or not)
   std::uint64_t fingerprint = 0;         // of every list above; the cache key for plans
 
   bool has_deny() const noexcept { return !deny_files.empty() || !deny_dirs.empty(); }

@@ -1,0 +1,256 @@
+// The sandbox through the ProcessManager: real sessions in the namespace backend (and the
+// Landlock-only one), their exit status through uexec-init, signals, containment of
+// escapees, no leaks, the denial verdict, and the orchestrator's retry with a real runner.
+#include <doctest/doctest.h>
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "integration/session_helpers.h"
+#include "policy/linux_sandbox.h"
+#include "policy/orchestrator.h"
+
+using namespace uexec;
+using namespace uexec::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+bool have_namespaces() {
+  const auto& h = policy::host_support();
+  if (!h.userns || !h.init) {
+    MESSAGE("SKIP: the namespace backend is unavailable here: " << (h.userns ? h.init_detail : h.userns_detail));
+    return false;
+  }
+  return true;
+}
+
+policy::SandboxAttempt namespaces(policy::PermissionProfile p = policy::PermissionProfile::for_mode(
+                                      policy::SandboxMode::kWorkspaceWrite)) {
+  auto a = policy::SandboxAttempt::select(p, policy::Backend::kNamespaces);
+  REQUIRE(a);
+  return std::move(*a);
+}
+
+struct Scratch {
+  fs::path root;
+  Scratch() {
+    char tmpl[] = "/var/tmp/uexec-sbx-XXXXXX";
+    root = ::mkdtemp(tmpl);
+    fs::create_directories(root / "ws");
+  }
+  ~Scratch() { fs::remove_all(root); }
+  std::string ws() const { return (root / "ws").string(); }
+  std::string outside() const { return (root / "outside").string(); }
+};
+
+session::Session& start_in(ManagerFixture& f, policy::ExecRequest req, const policy::SandboxAttempt& a) {
+  auto id = f.pm->start(req, a);
+  REQUIRE_MESSAGE(id.has_value(), (id ? "" : id.error().message()));
+  return *f.pm->find(*id);
+}
+
+// Host pids whose command line contains `marker`.
+std::vector<pid_t> processes_with(const std::string& marker) {
+  std::vector<pid_t> out;
+  DIR* d = ::opendir("/proc");
+  while (dirent* e = d ? ::readdir(d) : nullptr) {
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream f("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::string cmd, part;
+    while (std::getline(f, part, '\0')) cmd += part + " ";
+    if (cmd.find(marker) != std::string::npos) out.push_back(pid);
+  }
+  if (d) ::closedir(d);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a sandboxed session reports the command's own exit code and signal, not init's") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  for (bool tty : {true, false}) {
+    auto req = request({"/bin/sh", "-c", "echo in-sandbox $UEXEC_SANDBOX; exit 7"}, tty);
+    req.cwd = s.ws();
+    auto& a = start_in(f, req, namespaces());
+    REQUIRE(f.wait_finished(a));
+    CHECK(a.verdict()->status.code == 7);
+    CHECK(a.verdict()->status.signal == 0);
+    CHECK(all_output(a).find("in-sandbox linux-ns") != std::string::npos);
+    CHECK_FALSE(a.verdict()->sandbox_denied());  // exit 7 with no evidence stays ordinary
+
+    req.argv = {"/bin/sh", "-c", "kill -TERM $$"};
+    auto& b = start_in(f, req, namespaces());
+    REQUIRE(f.wait_finished(b));
+    CHECK(b.verdict()->status.signal == SIGTERM);
+  }
+}
+
+TEST_CASE("terminate reaches the command through init, and SIGKILL to init ends the sandbox") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  // Pipes: terminate sends SIGTERM (a tty session gets SIGHUP first, as unsandboxed).
+  auto req = request({"/bin/sleep", "100"}, false);
+  req.cwd = s.ws();
+  auto& a = start_in(f, req, namespaces());
+  f.run_for(std::chrono::milliseconds{50});
+  a.terminate();
+  REQUIRE(f.wait_finished(a));
+  CHECK(a.verdict()->status.signal == SIGTERM);  // forwarded: the command died of it
+
+  req.tty = true;
+  auto& t = start_in(f, req, namespaces());
+  f.run_for(std::chrono::milliseconds{50});
+  t.terminate();
+  REQUIRE(f.wait_finished(t));
+  CHECK(t.verdict()->status.signal == SIGHUP);
+
+  // A command that ignores SIGTERM is killed by the escalation (SIGKILL to init).
+  req.tty = false;
+  req.argv = {"/bin/sh", "-c", "trap '' TERM; echo ready; sleep 100"};
+  auto& b = start_in(f, req, namespaces());
+  REQUIRE(f.wait_output(b, "ready"));
+  b.terminate(std::chrono::milliseconds{100});
+  REQUIRE(f.wait_finished(b));
+  CHECK(b.verdict()->status.signal == SIGKILL);
+}
+
+TEST_CASE("containment: setsid and double-fork escapees die with a sandboxed session") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  const std::string marker = "1234.5" + std::to_string(::getpid() % 1000);
+  auto req = request({"/bin/sh", "-c",
+                      "setsid sleep " + marker + " & (sh -c 'sleep " + marker + " &' &); sleep 0.2; echo started"},
+                     false);
+  req.cwd = s.ws();
+  auto& a = start_in(f, req, namespaces());
+  REQUIRE(f.wait_finished(a));
+  CHECK(all_output(a).find("started") != std::string::npos);
+  CHECK(a.verdict()->status.code == 0);
+  // The command exited; init exited with it; the kernel killed the rest of the namespace.
+  CHECK(f.run_until([&] { return processes_with(marker).empty(); }, std::chrono::seconds{5}));
+}
+
+TEST_CASE("a denied write is a SandboxDenied verdict; the same write unsandboxed is not") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  auto req = request({"/usr/bin/touch", s.outside()}, false);
+  req.cwd = s.ws();
+  auto& a = start_in(f, req, namespaces());
+  REQUIRE(f.wait_finished(a));
+  CHECK(a.verdict()->status.code == 1);
+  REQUIRE(a.verdict()->sandbox_denied());
+  CHECK(a.verdict()->denial->detail.find("read-only file system") != std::string::npos);
+  CHECK_FALSE(fs::exists(s.outside()));
+
+  auto& b = f.start(req);
+  REQUIRE(f.wait_finished(b));
+  CHECK(b.verdict()->status.code == 0);
+  CHECK_FALSE(b.verdict()->sandbox_denied());
+  CHECK(fs::exists(s.outside()));
+}
+
+TEST_CASE("policy errors fail the spawn and name the cause; nothing runs unsandboxed") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  fs::create_directory_symlink(s.ws(), s.root / "link");
+  auto p = policy::PermissionProfile::for_mode(policy::SandboxMode::kWorkspaceWrite);
+  auto req = request({"/usr/bin/touch", s.ws() + "/ran"}, false);
+  req.cwd = (s.root / "link").string();
+  auto id = f.pm->start(req, namespaces(p));
+  REQUIRE_FALSE(id);
+  CHECK(id.error().code == base::Errc::kPolicy);
+  CHECK(id.error().context.find("SymlinkedRoot") != std::string::npos);
+  CHECK_FALSE(fs::exists(s.ws() + "/ran"));
+
+  // The Landlock-only backend refuses deny-read instead of dropping it.
+  p.deny_read = {"*.env"};
+  auto ll = policy::SandboxAttempt::select(p, policy::Backend::kLandlock);
+  REQUIRE(ll);
+  req.cwd = s.ws();
+  auto id2 = f.pm->start(req, *ll);
+  REQUIRE_FALSE(id2);
+  CHECK(id2.error().context.find("PolicyNotExpressible") != std::string::npos);
+}
+
+TEST_CASE("100 sandboxed spawns leave no zombie, no extra fd and no stub behind") {
+  if (!have_namespaces()) return;
+  Scratch s;
+  int fds_before;
+  {
+    ManagerFixture f;
+    auto req = request({"/bin/true"});
+    req.cwd = s.ws();
+    auto& warm = start_in(f, req, namespaces());
+    REQUIRE(f.wait_finished(warm));
+    f.pm->remove(warm.id());
+    f.run_for(std::chrono::milliseconds{5});
+    fds_before = count_open_fds();
+    for (int i = 0; i < 100; ++i) {
+      req.tty = i % 2 == 0;
+      auto& a = start_in(f, req, namespaces());
+      REQUIRE(f.wait_finished(a));
+      CHECK(a.verdict()->status.code == 0);
+      f.pm->remove(a.id());
+    }
+    f.run_for(std::chrono::milliseconds{5});
+    CHECK(count_zombie_children() == 0);
+    CHECK(count_open_fds() == fds_before);
+  }
+  CHECK(fs::is_empty(s.ws()));  // the .codex/.uexec/… stubs went with their last session
+}
+
+TEST_CASE("orchestrator with a real runner: on-failure retries a denied write once, unsandboxed") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  std::vector<std::string> asked;
+  policy::ToolOrchestrator orch([&](const policy::ApprovalRequest& r, std::function<void(policy::Decision)> answer) {
+    asked.push_back(r.purpose);
+    REQUIRE(r.denial);
+    answer(policy::Decision::kApproved);
+  });
+  policy::ToolCall call;
+  call.argv = {"/usr/bin/touch", s.outside()};
+  call.cwd = s.ws();
+  call.profile = policy::PermissionProfile::for_mode(policy::SandboxMode::kWorkspaceWrite);
+  call.backend = policy::Backend::kNamespaces;
+  call.policy = policy::ApprovalPolicy::kOnFailure;
+  std::optional<policy::CallResult> result;
+  auto runner = [&](const policy::SandboxAttempt& a, std::function<void(policy::AttemptOutcome)> done) {
+    auto req = request(call.argv, false);
+    req.cwd = call.cwd;
+    auto id = f.pm->start(req, a);
+    REQUIRE(id);
+    session::Session* sess = f.pm->find(*id);
+    // Poll for the verdict on the loop (as a front door would, from its exit notification).
+    auto check = std::make_shared<std::function<void()>>();
+    REQUIRE(f.run_until([&] { return sess->finished(); }));
+    policy::AttemptOutcome o;
+    o.exit_code = sess->verdict()->status.shell_code();
+    if (sess->verdict()->sandbox_denied()) {
+      o.kind = policy::AttemptOutcome::Kind::kDenied;
+      o.denial = sess->verdict()->denial;
+    }
+    done(o);
+  };
+  orch.run(call, runner, [&](policy::CallResult r) { result = r; });
+  REQUIRE(result);
+  CHECK(result->kind == policy::CallResult::Kind::kCompleted);
+  CHECK(result->attempts == 2);
+  CHECK(result->sandbox == "none");
+  CHECK(asked == std::vector<std::string>{"sandbox_retry"});
+  CHECK(fs::exists(s.outside()));
+}
