@@ -8,6 +8,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -338,6 +339,9 @@ struct Launch {
   ViewPlan view;
   LandlockRuleset landlock;
   std::shared_ptr<const BpfProgram> bpf;
+  std::shared_ptr<const BpfProgram> notify_bpf;
+  SeccompNotifyStep notify;
+  UniqueFd command_end, init_end;  // the command's process sends its listener to pid 1
   std::shared_ptr<void> stubs;
 };
 
@@ -476,6 +480,15 @@ Result<void> add_namespace_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec&
   auto bpf = seccomp_program(policy.network, ::geteuid() == 0);
   if (!bpf) return std::move(bpf).error();
   launch->bpf = *bpf;
+  // The notify flavour: pid 1 answers and records what the filter denies.
+  auto notify = seccomp_program(policy.network, ::geteuid() == 0, /*notify=*/true);
+  if (!notify) return std::move(notify).error();
+  launch->notify_bpf = *notify;
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0) return Error::sys("socketpair seccomp listener");
+  launch->command_end.reset(pair[0]);
+  launch->init_end.reset(pair[1]);
+  launch->notify = SeccompNotifyStep{launch->notify_bpf.get(), launch->bpf.get(), pair[0]};
 
   spec.ns_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | (policy.network ? 0 : CLONE_NEWNET);
   spec.init_fd = *init;
@@ -484,7 +497,8 @@ Result<void> add_namespace_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec&
   if (layered) spec.setup_steps.push_back({landlock_add_view_rules, &launch->landlock, "sandbox: landlock view rules"});
   spec.steps.push_back({step_privileges, nullptr, "sandbox: drop privileges"});
   if (layered) spec.steps.push_back({landlock_restrict, &launch->landlock, "sandbox: landlock_restrict_self"});
-  spec.steps.push_back({apply_seccomp, launch->bpf.get(), "sandbox: seccomp"});
+  spec.steps.push_back({apply_seccomp_notify, &launch->notify, "sandbox: seccomp"});
+  spec.supervisor_channel = launch->init_end.get();
   spec.keep = std::move(launch);
   return {};
 }

@@ -13,7 +13,11 @@
 
 #include <linux/netlink.h>
 
+#include <sys/uio.h>
+
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 namespace uexec::policy {
@@ -45,14 +49,15 @@ Result<void> add(Ctx& ctx, uint32_t action, int nr, std::initializer_list<scmp_a
   return {};
 }
 
-Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root) {
+Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool notify) {
   Ctx ctx;
   ctx.c = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx.c) return Error::sys("seccomp_init", ENOMEM);
   // i386 (int 0x80) and x32 calls are not the native ABI: kill the process (SIGSYS).
   if (int rc = seccomp_attr_set(ctx.c, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc < 0)
     return Error::sys("seccomp badarch action", -rc);
-  const uint32_t eperm = SCMP_ACT_ERRNO(EPERM);
+  // "Evidence" rules: pid 1 answers EPERM and records them (notify), or the kernel does.
+  const uint32_t eperm = notify ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO(EPERM);
   const uint32_t enosys = SCMP_ACT_ERRNO(ENOSYS);
   auto rule = [&](uint32_t action, int nr, std::initializer_list<scmp_arg_cmp> args, const char* what) {
     return add(ctx, action, nr, args, what);
@@ -130,13 +135,13 @@ Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root) {
 
 }  // namespace
 
-Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root) {
+Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root, bool notify) {
   static std::mutex mu;
-  static std::shared_ptr<const BpfProgram> cache[2][2];
+  static std::shared_ptr<const BpfProgram> cache[2][2][2];
   std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[network ? 1 : 0][root ? 1 : 0];
+  auto& slot = cache[network ? 1 : 0][root ? 1 : 0][notify ? 1 : 0];
   if (!slot) {
-    auto p = compile(network, root);
+    auto p = compile(network, root, notify);
     if (!p) return std::move(p).error();
     slot = *p;
   }
@@ -152,6 +157,67 @@ Result<UniqueFd> seccomp_memfd(const BpfProgram& program) {
   ::lseek(mem.get(), 0, SEEK_SET);
   ::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
   return mem;
+}
+
+int apply_seccomp_notify(const void* arg, int) noexcept {
+  const auto* st = static_cast<const SeccompNotifyStep*>(arg);
+  long listener = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &st->notify->fprog);
+  if (listener < 0) {
+    if (errno != EBUSY) return errno;
+    // Someone above us listens already (nested sandbox): the kernel answers instead.
+    if (::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &st->fallback->fprog) < 0) return errno;
+    return 0;
+  }
+  int fd = static_cast<int>(listener);
+  char byte = 'L';
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  int err = ::sendmsg(st->channel, &msg, MSG_NOSIGNAL) < 0 ? errno : 0;
+  ::close(fd);
+  return err;
+}
+
+SeccompRecordText describe_seccomp_record(int nr, unsigned arch, const std::uint64_t args[3]) {
+  std::string name;
+  if (char* n = seccomp_syscall_resolve_num_arch(arch, nr)) {
+    name = n;
+    std::free(n);
+  } else {
+    name = "syscall " + std::to_string(nr);
+  }
+  auto family = [](std::uint64_t f) -> std::string {
+    switch (f) {
+      case AF_INET: return "AF_INET";
+      case AF_INET6: return "AF_INET6";
+      case AF_NETLINK: return "AF_NETLINK";
+      case AF_PACKET: return "AF_PACKET";
+      case AF_UNIX: return "AF_UNIX";
+      default: return "family " + std::to_string(f);
+    }
+  };
+  if (name == "socket" || name == "socketpair") return {"network", name + "(" + family(args[0]) + ")"};
+  if (name == "ptrace" || name == "process_vm_readv" || name == "process_vm_writev") return {"ptrace", name};
+  if (name == "unshare" || name == "clone" || name == "setns") return {"namespace", name};
+  if (name == "ioctl") {
+    unsigned req = static_cast<unsigned>(args[1]);
+    return {"tty_ioctl", std::string("ioctl(") + (req == TIOCSTI ? "TIOCSTI" : req == TIOCLINUX ? "TIOCLINUX" : std::to_string(req)) + ")"};
+  }
+  for (const char* m : {"mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig",
+                        "fsmount", "fspick", "mount_setattr"})
+    if (name == m) return {"mount", name};
+  for (const char* f : {"chmod", "fchmod", "fchmodat", "fchmodat2", "open", "openat", "creat", "mknod", "mknodat"})
+    if (name == f) return {"fs_write", name + " (setuid/setgid bits)"};
+  return {"kernel", name};
 }
 
 int apply_seccomp(const void* program, int) noexcept {

@@ -8,14 +8,23 @@
 // only UNIX, INET, INET6 and NETLINK_ROUTE are allowed; when the manager is root, setting
 // setuid/setgid bits (chmod family, open/creat with O_CREAT, mknod) fails with EPERM.
 //
-// Each variant (network × root) is compiled once per process, exported with
+// Two flavours of every variant: errno, and notify, where every "evidence" rule returns
+// SECCOMP_RET_USER_NOTIF instead, so that the sandbox's pid 1 (uexec-init) answers the call
+// with EPERM itself and records it: which syscall, its key arguments, how often. Quiet rules
+// (io_uring, clone3, openat2) stay plain errno: runtimes probe them. The command's process
+// loads the notify flavour with NEW_LISTENER and hands the listener to pid 1 over a socket;
+// when an outer listener exists already (EBUSY) it loads the errno flavour instead.
+//
+// Each variant (network × root × flavour) is compiled once per process, exported with
 // seccomp_export_bpf into a memfd (libseccomp 2.5.4 has no in-memory export) and read back,
 // so a spawn only points the child at ready BPF: apply_seccomp is one syscall.
 #pragma once
 
 #include <linux/filter.h>
 
+#include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "base/result.h"
@@ -29,12 +38,28 @@ struct BpfProgram {
 };
 
 // The compiled filter for this variant; cached for the life of the process.
-[[nodiscard]] base::Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root);
+[[nodiscard]] base::Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root,
+                                                                              bool notify = false);
 
 // The program as raw BPF in a sealed memfd, for bwrap's --seccomp FD.
 [[nodiscard]] base::Result<base::UniqueFd> seccomp_memfd(const BpfProgram& program);
 
 // Child step (async-signal-safe): loads `program` (a const BpfProgram*). Needs no_new_privs.
 int apply_seccomp(const void* program, int tty) noexcept;
+
+// Child step for the notify flavour; `arg` is a const SeccompNotifyStep*.
+struct SeccompNotifyStep {
+  const BpfProgram* notify = nullptr;
+  const BpfProgram* fallback = nullptr;  // errno flavour, when a listener exists already
+  int channel = -1;                      // where the listener goes (SCM_RIGHTS), to pid 1
+};
+int apply_seccomp_notify(const void* arg, int tty) noexcept;
+
+// What a seccomp record from pid 1 means: "socket(AF_INET)" and its kind ("network", …).
+struct SeccompRecordText {
+  std::string kind;
+  std::string detail;
+};
+SeccompRecordText describe_seccomp_record(int nr, unsigned arch, const std::uint64_t args[3]);
 
 }  // namespace uexec::policy

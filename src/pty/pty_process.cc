@@ -387,16 +387,23 @@ void PtyProcess::handle_exit(const ExitStatus& reaped) {
   exited_ = true;
   ExitStatus st = reaped;
   if (status_) {
-    // A supervised spawn: we reaped the namespace's init; the command's own status is what
-    // init wrote before it exited. Nothing written (init was killed first): keep init's.
-    int raw = 0;
-    if (::read(status_.get(), &raw, sizeof raw) == static_cast<ssize_t>(sizeof raw)) {
-      st = ExitStatus{};
-      if (WIFEXITED(raw)) {
-        st.code = WEXITSTATUS(raw);
-      } else if (WIFSIGNALED(raw)) {
-        st.signal = WTERMSIG(raw);
-        st.core_dumped = WCOREDUMP(raw);
+    // A supervised spawn: we reaped the namespace's init. Its records, then the command's own
+    // status, are in the pipe (supervisor_protocol.h). Nothing there (init was killed
+    // first): keep init's own status.
+    uexec_sup_record rec{};
+    while (::read(status_.get(), &rec, sizeof rec) == static_cast<ssize_t>(sizeof rec)) {
+      if (rec.type == UEXEC_SUP_DENY && supervisor_records_.size() < UEXEC_SUP_MAX_RECORDS) {
+        supervisor_records_.push_back(rec);
+      } else if (rec.type == UEXEC_SUP_STAT) {
+        int raw = rec.status;
+        st = ExitStatus{};
+        if (WIFEXITED(raw)) {
+          st.code = WEXITSTATUS(raw);
+        } else if (WIFSIGNALED(raw)) {
+          st.signal = WTERMSIG(raw);
+          st.core_dumped = WCOREDUMP(raw);
+        }
+        break;
       }
     }
     status_.reset();

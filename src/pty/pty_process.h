@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <vector>
 #include <span>
 #include <string>
 
@@ -35,6 +36,7 @@
 #include "loop/timer.h"
 #include "loop/uv_handle.h"
 #include "pty/child_reaper.h"
+#include "pty/supervisor_protocol.h"
 #include "pty/exit_status.h"
 #include "pty/spawn.h"
 
@@ -82,6 +84,8 @@ class PtyProcess {
   PtyProcess& operator=(const PtyProcess&) = delete;
 
   pid_t pid() const noexcept { return pid_; }
+  // Supervised (sandboxed) spawns: what the sandbox's init recorded denying; valid after exit.
+  const std::vector<uexec_sup_record>& supervisor_records() const noexcept { return supervisor_records_; }
   bool tty() const noexcept { return opts_.tty; }
   bool exited() const noexcept { return exited_; }
   bool eof() const noexcept { return open_outputs_ == 0; }
@@ -144,7 +148,8 @@ class PtyProcess {
   Output outputs_[2];        // tty: [0] is the master; pipes: [0] stdout, [1] stderr
   int open_outputs_ = 0;
   base::UniqueFd stdin_;     // pipes with stdin_pipe: our write end
-  base::UniqueFd status_;    // supervised spawns: the command's wait status, written by init
+  base::UniqueFd status_;    // supervised spawns: init's records and the command's status
+  std::vector<uexec_sup_record> supervisor_records_;
   std::shared_ptr<const void> keep_;  // SpawnSpec::keep
   loop::UvHandle<uv_poll_t> stdin_poll_;
   bool stdin_armed_ = false;

@@ -6,6 +6,8 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -43,6 +45,7 @@ struct ChildArgs {
   std::size_t nsetup;
   int init_fd;
   int status_fd;
+  int channel;           // supervisor channel, or -1
   void* command_stack;   // where pid 1 runs the command's process
   char pid_text[16];     // the command's pid, for init's argv
   // Written by a child, read by the parent after clone returns (CLONE_VFORK orders it).
@@ -150,6 +153,30 @@ int pid1_main(void* raw) noexcept {
   for (int fd = 0; fd < 3; ++fd)
     if (::dup2(null, fd) < 0) child_fail(a, "dup2 /dev/null");
   close_from(4, CLOSE_RANGE_CLOEXEC);
+  // The command's process sent us its seccomp listener (if it made one): init gets it on 4.
+  bool listener = false;
+  if (a->channel >= 0) {
+    char byte;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    if (::recvmsg(a->channel, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) > 0) {
+      cmsghdr* c = CMSG_FIRSTHDR(&msg);
+      if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+        int fd;
+        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
+        if (fd == 4) {
+          listener = ::fcntl(4, F_SETFD, 0) == 0;
+        } else {
+          listener = ::dup2(fd, 4) == 4;
+        }
+      }
+    }
+  }
   // itoa without allocation
   char digits[16];
   int n = 0;
@@ -157,7 +184,8 @@ int pid1_main(void* raw) noexcept {
   for (int i = 0; i < n; ++i) a->pid_text[i] = digits[n - 1 - i];
   a->pid_text[n] = '\0';
   char name[] = "uexec-init";
-  char* init_argv[] = {name, a->pid_text, nullptr};
+  char listener_fd[] = "4";
+  char* init_argv[] = {name, a->pid_text, listener ? listener_fd : nullptr, nullptr};
   char* init_envp[] = {nullptr};
   sigset_t none;
   sigemptyset(&none);
@@ -273,6 +301,7 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
   if (spec.pass_fds.size() > kMaxPassFds) return Error::invalid("spawn: too many fds to pass");
   args.pass_fds = spec.pass_fds.data();
   args.npass = spec.pass_fds.size();
+  args.channel = -1;
   const bool supervised = spec.ns_flags != 0;
   UniqueFd status_read, status_write;
   if (supervised) {
@@ -285,6 +314,7 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
     args.nsetup = spec.setup_steps.size();
     args.init_fd = spec.init_fd;
     args.status_fd = status_write.get();
+    args.channel = spec.supervisor_channel;
   }
 
   static thread_local ChildStack stack;

@@ -57,6 +57,9 @@ struct SpawnSpec {
   unsigned long ns_flags = 0;
   std::vector<ChildStep> setup_steps;
   int init_fd = -1;
+  // Supervised mode: a socket from which pid 1, once the command has exec'd, takes at most
+  // one fd (SCM_RIGHTS) and hands it to init as fd 4 (the seccomp listener).
+  int supervisor_channel = -1;
   std::shared_ptr<const void> keep;      // owns whatever the steps' args point into
 };
 
@@ -72,7 +75,8 @@ struct ChildStdio {
 struct Spawned {
   pid_t pid = -1;
   base::UniqueFd pidfd;  // from CLONE_PIDFD; invalid on kernels without it
-  // Supervised mode: where init writes the command's wait status (an int) before it exits.
+  // Supervised mode: where init writes its records and the command's wait status before it
+  // exits (supervisor_protocol.h).
   base::UniqueFd status;
 };
 

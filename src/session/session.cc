@@ -2,6 +2,7 @@
 
 #include "base/check.h"
 #include "base/log.h"
+#include "policy/seccomp.h"
 
 namespace uexec::session {
 
@@ -41,7 +42,10 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   sandboxed_ = attempt.sandboxed();
   seccomp_ = attempt.seccomp();
   mount_view_ = attempt.mount_view();
-  denial_log_ = attempt.denial_log();
+  // A real sandbox's records are this session's own; the test-only fake shares its log with
+  // the test that plays the executor.
+  denial_log_ = attempt.kind() == policy::SandboxKind::kFake ? attempt.denial_log()
+                                                              : std::make_shared<policy::DenialLog>();
   argv_ = req.argv;
   return {};
 }
@@ -57,6 +61,16 @@ void Session::on_eof() {
 
 void Session::on_exit(const pty::ExitStatus& status) {
   exit_ = status;
+  // What the sandbox's init saw itself deny (seccomp), before the verdict is taken.
+  if (process_ && denial_log_) {
+    for (const auto& r : process_->supervisor_records()) {
+      std::uint64_t args[3] = {r.args[0], r.args[1], r.args[2]};
+      auto text = policy::describe_seccomp_record(r.nr, r.arch, args);
+      std::string detail = text.detail;
+      if (r.count > 1) detail += " x" + std::to_string(r.count);
+      denial_log_->records.push_back({"seccomp", text.kind, detail});
+    }
+  }
   exited_at_ = Clock::now();
   advance();
 }

@@ -78,6 +78,8 @@ class Session final : public pty::ProcessListener {
   bool finished() const noexcept { return closed_; }
   // Set once, when `exited` is published.
   const std::optional<Verdict>& verdict() const noexcept { return verdict_; }
+  // What the sandbox reported denying (seccomp records), complete once the verdict exists.
+  const policy::DenialLog* denial_log() const noexcept { return denial_log_.get(); }
   // True when `closed` came from EOF rather than a hang-up (protocol's outputEof).
   bool output_eof() const noexcept { return closed_ && !hung_up_; }
   Seq next_seq() const noexcept { return next_seq_; }

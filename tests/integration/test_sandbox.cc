@@ -161,6 +161,32 @@ TEST_CASE("a denied write is a SandboxDenied verdict; the same write unsandboxed
   CHECK(fs::exists(s.outside()));
 }
 
+TEST_CASE("seccomp denials arrive as executor records from init, counted, even on exit 0") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  // python is not everywhere; unshare(1) is (util-linux): two denied unshare calls, exit 0.
+  auto req = request({"/bin/sh", "-c", "unshare -U true; unshare -U true; exit 0"}, false);
+  req.cwd = s.ws();
+  auto& a = start_in(f, req, namespaces());
+  REQUIRE(f.wait_finished(a));
+  CHECK(a.verdict()->status.code == 0);
+  CHECK_FALSE(a.verdict()->sandbox_denied());  // exit 0 never counts…
+  REQUIRE(a.denial_log());
+  REQUIRE(a.denial_log()->records.size() == 1);  // …but the records are kept
+  CHECK(a.denial_log()->records[0].source == "seccomp");
+  CHECK(a.denial_log()->records[0].kind == "namespace");
+  CHECK(a.denial_log()->records[0].detail == "unshare x2");
+
+  // On a failing exit the record is the verdict's evidence, even for exit 127-like codes.
+  req.argv = {"/bin/sh", "-c", "unshare -U true; exit 2"};
+  auto& b = start_in(f, req, namespaces());
+  REQUIRE(f.wait_finished(b));
+  REQUIRE(b.verdict()->sandbox_denied());
+  CHECK(b.verdict()->denial->source == policy::DenialSource::kExecutor);
+  CHECK(b.verdict()->denial->describe() == "executor: seccomp unshare");
+}
+
 TEST_CASE("policy errors fail the spawn and name the cause; nothing runs unsandboxed") {
   if (!have_namespaces()) return;
   ManagerFixture f;

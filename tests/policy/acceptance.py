@@ -25,6 +25,11 @@ MODES = [("RO", ["--mode", "read-only"]),
          ("FULL", ["--mode", "danger-full-access"])]
 PREDICATE_ERRNOS = {"EROFS", "EACCES", "EPERM", "EBUSY", "EXDEV"}
 QUIET_ERRNOS = {"ESRCH", "ENOSYS", "ECONNREFUSED", "ENOENT"}
+# Probes whose EPERM comes from the seccomp filter: the namespace backend's init must also
+# report them as authoritative records ("seccomp denied …"), not only through the predicate.
+SECCOMP_PROBES = {"tcp_connect", "tcp_listen", "udp_send", "netlink_route", "netlink_other",
+                  "ptrace_child", "process_vm_readv", "mount_tmpfs", "unshare_user", "setuid_file",
+                  "open_by_handle_at", "tiocsti", "tioclinux"}
 # Where a backend differs from the table on purpose (sandbox.md §3.9): bwrap has no Landlock
 # layer, so nothing scopes abstract unix sockets once the network namespace is the host's.
 BACKEND_DIFFERENCES = {
@@ -183,6 +188,9 @@ def main():
                     errno_name = got.split(":", 1)[1] if got.startswith("deny:") else ""
                     if (errno_name in PREDICATE_ERRNOS or got == "sigsys") and not reported:
                         ok, why = False, "denied, but uexec did not report a sandbox denial"
+                    if (backend == "namespaces" and errno_name == "EPERM" and row["probe"] in SECCOMP_PROBES
+                            and "seccomp denied" not in proc.stderr):
+                        ok, why = False, "no seccomp record from the sandbox's init"
                     if errno_name in QUIET_ERRNOS and reported:
                         ok, why = False, "reported as a sandbox denial, which this errno must not be"
                 if ok:

@@ -236,6 +236,10 @@ class Runner {
     if (!session_->finished()) loop_.run();
     const auto& v = session_->verdict();
     if (log_denials && v) {
+      // Every record the sandbox itself made (also when the command coped and exited 0).
+      if (const auto* log = session_->denial_log())
+        for (const auto& r : log->records)
+          std::fprintf(stderr, "uexec: %s denied %s (%s)\n", r.source.c_str(), r.detail.c_str(), r.kind.c_str());
       if (v->denial) {
         std::fprintf(stderr, "uexec: sandbox (%s) denied: %s\n", policy::sandbox_kind_name(attempt.kind()),
                      v->denial->describe().c_str());
