@@ -27,7 +27,8 @@ std::vector<std::string> bwrap_argv(const ResolvedPolicy& p, const BwrapInput& i
   a.insert(a.end(), {"--dev", "/dev", "--proc", "/proc"});
   if (p.private_tmp) a.insert(a.end(), {"--perms", "1777", "--tmpfs", "/tmp"});
   for (const auto& w : p.writable) a.insert(a.end(), {"--bind", w, w});
-  for (const auto& c : p.read_only) a.insert(a.end(), {"--ro-bind", c, c});
+  // -try: a carve-out removed since resolve() is nothing left to protect, not a failure.
+  for (const auto& c : p.read_only) a.insert(a.end(), {"--ro-bind-try", c, c});
   for (const auto& s : p.stubs) a.insert(a.end(), {"--perms", "0555", "--tmpfs", s, "--remount-ro", s});
   for (const auto* dirs : {&p.deny_dirs, &p.hide_dirs})
     for (const auto& d : *dirs) a.insert(a.end(), {"--perms", "0000", "--tmpfs", d, "--remount-ro", d});

@@ -499,6 +499,9 @@ Result<void> add_namespace_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec&
   if (layered) spec.steps.push_back({landlock_restrict, &launch->landlock, "sandbox: landlock_restrict_self"});
   spec.steps.push_back({apply_seccomp_notify, &launch->notify, "sandbox: seccomp"});
   spec.supervisor_channel = launch->init_end.get();
+  // Deny-read files that appear later are masked by init on the manager's request.
+  spec.mask_requests = launch->command_end.get();
+  spec.late_deny = policy.deny_patterns;
   spec.keep = std::move(launch);
   return {};
 }

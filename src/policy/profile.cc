@@ -385,6 +385,7 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
   for (const auto& g : p.deny_read) {
     std::string pat = (g.rfind("~/", 0) == 0 && !home.empty()) ? home + g.substr(1) : g;
     pat = (pat[0] == '/') ? pat : in.cwd + "/" + pat;
+    r.deny_patterns.push_back(has_glob(pat) ? pat : absolute(pat, "/"));
     if (!has_glob(pat)) {
       std::string path = absolute(pat, "/");
       struct stat st {};

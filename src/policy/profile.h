@@ -57,6 +57,7 @@ struct ResolvedPolicy {
   std::vector<std::string> writable;     // bind read-write
   std::vector<std::string> read_only;    // existing carve-outs inside writable roots
   std::vector<std::string> stubs;        // missing protected names: made read-only stubs
+  std::vector<std::string> deny_patterns; // every deny-read entry, absolute (globs kept)
   std::vector<std::string> deny_files;   // deny-read matches at launch
   std::vector<std::string> deny_dirs;
   std::vector<std::string> hide_dirs;    // masked by an empty, mode-000 directory

@@ -6,7 +6,8 @@
 // sandboxed session costs this process and nothing of the manager's memory.
 //
 //   argv[1]  the command's pid (in the namespace)
-//   argv[2]  optional: the fd of the command's seccomp listener (notify flavour)
+//   argv[2]  the fd of the command's seccomp listener (notify flavour), or "-"
+//   argv[3]  the fd of the manager's mask requests (late deny-read), or "-"
 //   fd 3     the status pipe (pty/supervisor_protocol.h): records, then the command's status
 //
 // The kernel delivers to a namespace's init only the signals it handles, so every signal a
@@ -21,13 +22,19 @@
 // syscall and key argument (64 distinct at most) and sends them before the status.
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -94,6 +101,52 @@ static void answer(int listener) {
   ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
 
+/* The sources of masks: an empty mode-000 file and directory on a detached tmpfs. */
+static int mask_mnt = -1;
+
+static void make_mask_source(void) {
+  int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
+  if (fs < 0) return;
+  if (fsconfig(fs, FSCONFIG_SET_STRING, "size", "4k", 0) == 0 && fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) == 0)
+    mask_mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
+  close(fs);
+  if (mask_mnt < 0) return;
+  int f = openat(mask_mnt, "f", O_CREAT | O_WRONLY | O_CLOEXEC, 0);
+  if (f >= 0) {
+    fchmod(f, 0);
+    close(f);
+  }
+  mkdirat(mask_mnt, "d", 0);
+}
+
+/* One mask request: 'f' or 'd', then the path. A path that is gone, or that now runs
+ * through a symlink, is left alone. */
+static void mask_request(int control) {
+  char buf[UEXEC_SUP_MAX_MASK_PATH + 2];
+  ssize_t n = recv(control, buf, sizeof buf - 1, MSG_DONTWAIT);
+  if (n < 2 || mask_mnt < 0 || (buf[0] != 'f' && buf[0] != 'd') || buf[1] != '/') return;
+  buf[n] = '\0';
+  struct open_how how;
+  memset(&how, 0, sizeof how);
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  int target = (int)syscall(SYS_openat2, AT_FDCWD, buf + 1, &how, sizeof how);
+  if (target < 0) return;
+  struct stat st;
+  if (fstat(target, &st) == 0 && (S_ISDIR(st.st_mode) != 0) == (buf[0] == 'd')) {
+    int src = open_tree(mask_mnt, buf[0] == 'd' ? "d" : "f", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+    if (src >= 0) {
+      struct mount_attr attr;
+      memset(&attr, 0, sizeof attr);
+      attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
+      mount_setattr(src, "", AT_EMPTY_PATH, &attr, sizeof attr);
+      move_mount(src, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+      close(src);
+    }
+  }
+  close(target);
+}
+
 static int finish(int status) {
   for (unsigned i = 0; i < nrecords; ++i) write_all(&records[i], sizeof records[i]);
   struct uexec_sup_record st;
@@ -109,7 +162,9 @@ int main(int argc, char** argv) {
   if (argc < 2) return 125;
   command_pid = (pid_t)atoi(argv[1]);
   if (command_pid <= 1) return 125;
-  int listener = argc > 2 ? atoi(argv[2]) : -1;
+  int listener = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : -1;
+  int control = argc > 3 && argv[3][0] != '-' ? atoi(argv[3]) : -1;
+  if (control >= 0) make_mask_source();
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  /* nothing in the sandbox may read or trace init */
 
   static const int forwarded[] = {SIGHUP, SIGINT,  SIGQUIT, SIGTERM, SIGUSR1,
@@ -143,9 +198,21 @@ int main(int argc, char** argv) {
         return finish(status);
       }
     if (pid < 0 && errno == ECHILD) return 125;  /* cannot happen: the command is our child */
-    struct pollfd p = {listener, POLLIN, 0};
-    int n = ppoll(listener >= 0 ? &p : NULL, listener >= 0 ? 1 : 0, NULL, &waiting);
-    if (n > 0 && (p.revents & POLLIN)) answer(listener);
-    if (n > 0 && (p.revents & (POLLHUP | POLLERR | POLLNVAL))) listener = -1;  /* no filter users left */
+    struct pollfd p[2];
+    int np = 0, li = -1, ci = -1;
+    if (listener >= 0) {
+      li = np;
+      p[np++] = (struct pollfd){listener, POLLIN, 0};
+    }
+    if (control >= 0) {
+      ci = np;
+      p[np++] = (struct pollfd){control, POLLIN, 0};
+    }
+    int n = ppoll(np ? p : NULL, (nfds_t)np, NULL, &waiting);
+    if (n <= 0) continue;
+    if (li >= 0 && (p[li].revents & POLLIN)) answer(listener);
+    if (li >= 0 && (p[li].revents & (POLLHUP | POLLERR | POLLNVAL))) listener = -1;  /* no filter users left */
+    if (ci >= 0 && (p[ci].revents & POLLIN)) mask_request(control);
+    if (ci >= 0 && (p[ci].revents & (POLLHUP | POLLERR | POLLNVAL))) control = -1;
   }
 }

@@ -184,8 +184,17 @@ int pid1_main(void* raw) noexcept {
   for (int i = 0; i < n; ++i) a->pid_text[i] = digits[n - 1 - i];
   a->pid_text[n] = '\0';
   char name[] = "uexec-init";
-  char listener_fd[] = "4";
-  char* init_argv[] = {name, a->pid_text, listener ? listener_fd : nullptr, nullptr};
+  // The supervisor channel stays open for init as fd 5: mask requests from the manager.
+  bool control = false;
+  if (a->channel >= 0) {
+    if (a->channel == 5) {
+      control = ::fcntl(5, F_SETFD, 0) == 0;
+    } else {
+      control = ::dup2(a->channel, 5) == 5;
+    }
+  }
+  char listener_fd[] = "4", control_fd[] = "5", dash[] = "-";
+  char* init_argv[] = {name, a->pid_text, listener ? listener_fd : dash, control ? control_fd : dash, nullptr};
   char* init_envp[] = {nullptr};
   sigset_t none;
   sigemptyset(&none);

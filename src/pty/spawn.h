@@ -57,9 +57,13 @@ struct SpawnSpec {
   unsigned long ns_flags = 0;
   std::vector<ChildStep> setup_steps;
   int init_fd = -1;
-  // Supervised mode: a socket from which pid 1, once the command has exec'd, takes at most
-  // one fd (SCM_RIGHTS) and hands it to init as fd 4 (the seccomp listener).
+  // Supervised mode: a datagram socket from which pid 1, once the command has exec'd, takes
+  // at most one fd (SCM_RIGHTS) and hands it to init as fd 4 (the seccomp listener). init
+  // keeps the socket as fd 5 and takes mask requests on it (supervisor_protocol.h): the
+  // manager sends them on the socket's other end, which `mask_requests` names.
   int supervisor_channel = -1;
+  int mask_requests = -1;
+  std::vector<std::string> late_deny;  // absolute deny-read globs to keep masking after launch
   std::shared_ptr<const void> keep;      // owns whatever the steps' args point into
 };
 

@@ -19,6 +19,7 @@ ProcessManager::~ProcessManager() {
     if (!s->exited()) (void)s->signal(SIGKILL, pty::SignalTarget::kGroup);
   sessions_.clear();
   graveyard_.clear();
+  deny_watch_.reset();
 }
 
 Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const policy::SandboxAttempt& attempt) {
@@ -32,6 +33,16 @@ Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const po
   }
   auto session = std::make_unique<Session>(*loop_, reaper_, config_, id, this);
   if (auto r = session->start(attempt, req); !r) return std::move(r).error();
+  if (!session->late_deny().empty() && session->mask_requests() >= 0) {
+    // Deny-read files that appear later are masked too; a session that cannot be watched
+    // does not run (its process is killed and reaped as the session goes).
+    if (!deny_watch_) deny_watch_ = std::make_unique<DenyReadWatcher>(*loop_);
+    int depth = attempt.profile() ? attempt.profile()->glob_scan_max_depth : 16;
+    if (auto r = deny_watch_->add(id, session->late_deny(), session->mask_requests(), depth); !r) {
+      (void)session->signal(SIGKILL, pty::SignalTarget::kGroup);
+      return std::move(r).error();
+    }
+  }
   sessions_.emplace(id, std::move(session));
   return id;
 }
@@ -44,6 +55,7 @@ Session* ProcessManager::find(const SessionId& id) noexcept {
 void ProcessManager::remove(const SessionId& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
+  if (deny_watch_) deny_watch_->remove(id);
   graveyard_.push_back(std::move(it->second));
   sessions_.erase(it);
   if (!sweep_.active()) sweep_.start(std::chrono::milliseconds{0}, [this] { graveyard_.clear(); });
@@ -61,6 +73,7 @@ std::vector<Session*> ProcessManager::sessions() {
 }
 
 void ProcessManager::on_session_exited(Session& s) {
+  if (deny_watch_) deny_watch_->remove(s.id());
   if (on_exited) on_exited(s);
 }
 

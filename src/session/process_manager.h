@@ -25,6 +25,7 @@
 #include "loop/timer.h"
 #include "policy/sandbox_attempt.h"
 #include "pty/child_reaper.h"
+#include "session/deny_watch.h"
 #include "session/session.h"
 
 namespace uexec::session {
@@ -67,6 +68,7 @@ class ProcessManager final : public SessionObserver {
   std::vector<std::unique_ptr<Session>> graveyard_;
   loop::Timer sweep_;
   std::uint64_t next_id_ = 1;
+  std::unique_ptr<DenyReadWatcher> deny_watch_;  // made for the first sandbox with deny-read
 };
 
 }  // namespace uexec::session

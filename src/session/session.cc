@@ -47,6 +47,8 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   denial_log_ = attempt.kind() == policy::SandboxKind::kFake ? attempt.denial_log()
                                                               : std::make_shared<policy::DenialLog>();
   argv_ = req.argv;
+  late_deny_ = spec->late_deny;
+  mask_requests_ = spec->mask_requests;
   return {};
 }
 

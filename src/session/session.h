@@ -78,6 +78,10 @@ class Session final : public pty::ProcessListener {
   bool finished() const noexcept { return closed_; }
   // Set once, when `exited` is published.
   const std::optional<Verdict>& verdict() const noexcept { return verdict_; }
+  // Deny-read globs to keep masking after launch, and where init takes the mask requests
+  // (-1: not a sandbox that can). The channel stays open while the process object lives.
+  const std::vector<std::string>& late_deny() const noexcept { return late_deny_; }
+  int mask_requests() const noexcept { return mask_requests_; }
   // What the sandbox reported denying (seccomp records), complete once the verdict exists.
   const policy::DenialLog* denial_log() const noexcept { return denial_log_.get(); }
   // True when `closed` came from EOF rather than a hang-up (protocol's outputEof).
@@ -122,6 +126,8 @@ class Session final : public pty::ProcessListener {
   bool seccomp_ = false;
   bool mount_view_ = false;
   std::shared_ptr<policy::DenialLog> denial_log_;
+  std::vector<std::string> late_deny_;
+  int mask_requests_ = -1;
   Clock::time_point exited_at_{};
 
   Seq next_seq_ = 1;

@@ -187,6 +187,43 @@ TEST_CASE("seccomp denials arrive as executor records from init, counted, even o
   CHECK(b.verdict()->denial->describe() == "executor: seccomp unshare");
 }
 
+TEST_CASE("deny-read files that appear after launch are masked: by the host, by the sandbox, in new dirs") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  auto p = policy::PermissionProfile::for_mode(policy::SandboxMode::kWorkspaceWrite);
+  p.deny_read = {"*.env", "**/*.pem"};
+  // The host writes late.env after the session started; the sandbox waits for it, then reads.
+  auto req = request({"/bin/sh", "-c",
+                      "while [ ! -e late.env ]; do sleep 0.01; done; sleep 0.1; cat late.env; echo rc=$?"},
+                     false);
+  req.cwd = s.ws();
+  auto& a = start_in(f, req, namespaces(p));
+  f.run_for(std::chrono::milliseconds{100});
+  std::ofstream(s.ws() + "/late.env") << "TOKEN=hunter2\n";
+  REQUIRE(f.wait_finished(a));
+  CHECK(all_output(a).find("hunter2") == std::string::npos);
+  CHECK(all_output(a).find("Permission denied") != std::string::npos);
+
+  // Written by the sandbox itself, and inside directories made after launch.
+  req.argv = {"/bin/sh", "-c",
+              "echo own > own.env; mkdir -p a/b; echo key > a/b/k.pem; sleep 0.2; "
+              "cat own.env; cat a/b/k.pem; echo done"};
+  auto& b = start_in(f, req, namespaces(p));
+  REQUIRE(f.wait_finished(b));
+  std::string out = all_output(b);
+  CHECK(out.find("done") != std::string::npos);
+  CHECK(out.find("own\n") == std::string::npos);
+  CHECK(out.find("key\n") == std::string::npos);
+  CHECK(out.find("own.env: Permission denied") != std::string::npos);
+  CHECK(out.find("k.pem: Permission denied") != std::string::npos);
+  // On the host the files are what the sandbox wrote: masks live only in its view.
+  std::ifstream own(s.ws() + "/own.env");
+  std::string line;
+  std::getline(own, line);
+  CHECK(line == "own");
+}
+
 TEST_CASE("policy errors fail the spawn and name the cause; nothing runs unsandboxed") {
   if (!have_namespaces()) return;
   ManagerFixture f;

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 MODES = [("RO", ["--mode", "read-only"]),
          ("WW", ["--mode", "workspace-write"]),
@@ -34,6 +35,11 @@ SECCOMP_PROBES = {"tcp_connect", "tcp_listen", "udp_send", "netlink_route", "net
 # layer, so nothing scopes abstract unix sockets once the network namespace is the host's.
 BACKEND_DIFFERENCES = {
     ("bwrap", "connect to a host abstract unix socket", "WW+N"): "allow",
+    # bwrap has no pid 1 of ours to mask later: deny-read is a launch-time snapshot there.
+    ("bwrap", "read deny-read file created after launch", "RO"): "allow",
+    ("bwrap", "read deny-read file created after launch", "WW"): "allow",
+    ("bwrap", "read deny-read file created after launch", "WW+N"): "allow",
+    ("bwrap", "read deny-read file created after launch", "FULL"): "allow",
 }
 
 
@@ -177,8 +183,18 @@ def main():
                 if mode == "FULL" and not flags and row["flags"] != "tty":
                     cmd = [c for c in cmd if c not in ("--backend", backend)]  # nothing to enforce
                 cmd += ["--", probe, row["probe"], *args]
-                proc = subprocess.run(cmd, cwd=ws, capture_output=True, text=True, timeout=60,
-                                      pass_fds=(host.fd,), stdin=subprocess.DEVNULL)
+                if row["probe"] == "read_late":
+                    # The host writes the file after the sandbox started; the probe waits for it.
+                    child = subprocess.Popen(cmd, cwd=ws, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                             text=True, pass_fds=(host.fd,), stdin=subprocess.DEVNULL)
+                    time.sleep(0.3)
+                    with open(args[0], "w") as f:
+                        f.write("TOKEN=late\n")
+                    out, err = child.communicate(timeout=60)
+                    proc = subprocess.CompletedProcess(cmd, child.returncode, out, err)
+                else:
+                    proc = subprocess.run(cmd, cwd=ws, capture_output=True, text=True, timeout=60,
+                                          pass_fds=(host.fd,), stdin=subprocess.DEVNULL)
                 got = outcome(proc)
                 ok = matches(expect, got)
                 why = ""

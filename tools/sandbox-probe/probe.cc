@@ -132,6 +132,19 @@ std::map<std::string, Probe> probes() {
     ::close(fd);
     return err;
   };
+  p["read_late"] = [](auto& a) {
+    // Waits (up to 5 s) for the host to create the file, gives the sandbox its 100 ms to
+    // mask it, then reads it.
+    struct stat st {};
+    for (int i = 0; i < 500 && ::stat(a.at(0).c_str(), &st) != 0; ++i) ::usleep(10000);
+    ::usleep(100000);
+    int fd = ::open(a.at(0).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return errno;
+    char b[16];
+    int err = ::read(fd, b, sizeof b) < 0 ? errno : 0;
+    ::close(fd);
+    return err;
+  };
   p["create_in"] = [](auto& a) {  // mkdir DIR (it may exist), then create DIR/NAME
     if (::mkdir(a.at(0).c_str(), 0755) < 0 && errno != EEXIST) return errno;
     return write_file(a.at(0) + "/" + a.at(1));
