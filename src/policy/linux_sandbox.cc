@@ -263,8 +263,22 @@ int step_view(const void* arg, int tty) noexcept {
   return 0;
 }
 
-// The command's privileges: nothing to gain, nothing kept.
-int step_privileges(const void*, int) noexcept {
+// The highest capability number this kernel knows (read once, in the parent).
+int cap_last_cap() {
+  static int last = [] {
+    int v = 63;
+    if (FILE* f = std::fopen("/proc/sys/kernel/cap_last_cap", "r")) {
+      if (std::fscanf(f, "%d", &v) != 1) v = 63;
+      std::fclose(f);
+    }
+    return v;
+  }();
+  return last;
+}
+
+// The command's privileges: nothing to gain, nothing kept. `arg` points at cap_last_cap.
+int step_privileges(const void* arg, int) noexcept {
+  const int last = *static_cast<const int*>(arg);
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) return errno;
   // Without CAP_SETPCAP (an unprivileged manager, no namespace) there is nothing to drop.
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -274,7 +288,7 @@ int step_privileges(const void*, int) noexcept {
                                        SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE |
                                        SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED) < 0)
       return errno;
-    for (int cap = 0; cap <= 63; ++cap)
+    for (int cap = 0; cap <= last; ++cap)
       if (::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL) return errno;
   }
   ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
@@ -336,6 +350,7 @@ struct StubLease {
 };
 
 struct Launch {
+  int last_cap = cap_last_cap();
   ViewPlan view;
   LandlockRuleset landlock;
   std::shared_ptr<const BpfProgram> bpf;
@@ -495,7 +510,7 @@ Result<void> add_namespace_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec&
   spec.setup_steps.push_back({step_maps, &launch->view, "sandbox: user namespace maps", &launch->view.failed});
   spec.setup_steps.push_back({step_view, &launch->view, "sandbox: mount view", &launch->view.failed});
   if (layered) spec.setup_steps.push_back({landlock_add_view_rules, &launch->landlock, "sandbox: landlock view rules"});
-  spec.steps.push_back({step_privileges, nullptr, "sandbox: drop privileges"});
+  spec.steps.push_back({step_privileges, &launch->last_cap, "sandbox: drop privileges"});
   if (layered) spec.steps.push_back({landlock_restrict, &launch->landlock, "sandbox: landlock_restrict_self"});
   spec.steps.push_back({apply_seccomp_notify, &launch->notify, "sandbox: seccomp"});
   spec.supervisor_channel = launch->init_end.get();
@@ -514,10 +529,11 @@ Result<void> add_landlock_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec& 
   auto rs = landlock_ruleset(policy, /*view=*/false);
   if (!rs) return std::move(rs).error();
   launch->landlock = std::move(*rs);
-  auto bpf = seccomp_program(policy.network, ::geteuid() == 0);
+  // Host pathname sockets cannot be hidden here: no unix sockets at all (socketpair stays).
+  auto bpf = seccomp_program(policy.network, ::geteuid() == 0, false, /*deny_unix=*/true);
   if (!bpf) return std::move(bpf).error();
   launch->bpf = *bpf;
-  spec.steps.push_back({step_privileges, nullptr, "sandbox: drop privileges"});
+  spec.steps.push_back({step_privileges, &launch->last_cap, "sandbox: drop privileges"});
   spec.steps.push_back({landlock_restrict, &launch->landlock, "sandbox: landlock_restrict_self"});
   spec.steps.push_back({apply_seccomp, launch->bpf.get(), "sandbox: seccomp"});
   spec.keep = std::move(launch);

@@ -334,52 +334,54 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
   std::string config_dir = !xdg_config.empty() ? xdg_config + "/uexec" : (home.empty() ? "" : home + "/.config/uexec");
   if (!config_dir.empty() && exists(config_dir)) r.read_only.push_back(real(config_dir));
 
-  std::string runtime = own_env("XDG_RUNTIME_DIR");
-  std::string control = !in.control_dir.empty() ? in.control_dir
-                        : !runtime.empty()      ? runtime + "/uexec"
-                                                : "/tmp/uexec-" + std::to_string(::getuid());
-  std::string xdg_state = own_env("XDG_STATE_HOME");
-  std::string state = !xdg_state.empty() ? xdg_state + "/uexec" : (home.empty() ? "" : home + "/.local/state/uexec");
-  std::vector<std::string> dirs = {control, state, runtime, env_get(in.env, "XDG_RUNTIME_DIR"),
-                                   "/run/libvirt", "/tmp/.X11-unix", "/tmp/.ICE-unix",
-                                   "/tmp/tmux-" + std::to_string(::getuid())};
-  if (DIR* d = ::opendir("/tmp")) {
-    while (dirent* e = ::readdir(d))
-      if (std::string_view(e->d_name).rfind("ssh-", 0) == 0) dirs.push_back(std::string("/tmp/") + e->d_name);
-    ::closedir(d);
-  }
-  for (const auto& d : dirs) {
-    struct stat st {};
-    if (d.empty() || ::stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
-    std::string c = real(d);
-    bool allowed = false;
-    for (const auto& a : p.allow_unix_sockets) allowed = allowed || within(a, c);
-    if (!allowed || c == real(control) || c == real(state)) r.hide_dirs.push_back(c);
-  }
-  sort_unique(r.hide_dirs);
-  // A directory inside a hidden one is hidden with it (and could not be masked again).
-  for (std::size_t i = 1; i < r.hide_dirs.size();) {
-    bool nested = false;
-    for (std::size_t j = 0; j < i; ++j) nested = nested || within(r.hide_dirs[i], r.hide_dirs[j]);
-    if (nested) {
-      r.hide_dirs.erase(r.hide_dirs.begin() + static_cast<std::ptrdiff_t>(i));
-    } else {
-      ++i;
+  if (in.masks) {
+    std::string runtime = own_env("XDG_RUNTIME_DIR");
+    std::string control = !in.control_dir.empty() ? in.control_dir
+                          : !runtime.empty()      ? runtime + "/uexec"
+                                                  : "/tmp/uexec-" + std::to_string(::getuid());
+    std::string xdg_state = own_env("XDG_STATE_HOME");
+    std::string state = !xdg_state.empty() ? xdg_state + "/uexec" : (home.empty() ? "" : home + "/.local/state/uexec");
+    std::vector<std::string> dirs = {control, state, runtime, env_get(in.env, "XDG_RUNTIME_DIR"),
+                                     "/run/libvirt", "/tmp/.X11-unix", "/tmp/.ICE-unix",
+                                     "/tmp/tmux-" + std::to_string(::getuid())};
+    if (DIR* d = ::opendir("/tmp")) {
+      while (dirent* e = ::readdir(d))
+        if (std::string_view(e->d_name).rfind("ssh-", 0) == 0) dirs.push_back(std::string("/tmp/") + e->d_name);
+      ::closedir(d);
     }
+    for (const auto& d : dirs) {
+      struct stat st {};
+      if (d.empty() || ::stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+      std::string c = real(d);
+      bool allowed = false;
+      for (const auto& a : p.allow_unix_sockets) allowed = allowed || within(a, c);
+      if (!allowed || c == real(control) || c == real(state)) r.hide_dirs.push_back(c);
+    }
+    sort_unique(r.hide_dirs);
+    // A directory inside a hidden one is hidden with it (and could not be masked again).
+    for (std::size_t i = 1; i < r.hide_dirs.size();) {
+      bool nested = false;
+      for (std::size_t j = 0; j < i; ++j) nested = nested || within(r.hide_dirs[i], r.hide_dirs[j]);
+      if (nested) {
+        r.hide_dirs.erase(r.hide_dirs.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+    std::vector<std::string> files = {"/run/docker.sock", "/run/containerd/containerd.sock",
+                                      "/run/podman/podman.sock", "/run/dbus/system_bus_socket",
+                                      "/run/snapd.socket", env_get(in.env, "SSH_AUTH_SOCK")};
+    for (const auto& f : files) {
+      struct stat st {};
+      if (f.empty() || ::stat(f.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
+      std::string c = real(f);
+      bool skip = false;
+      for (const auto& h : r.hide_dirs) skip = skip || within(c, h);
+      for (const auto& a : p.allow_unix_sockets) skip = skip || within(c, a);
+      if (!skip) r.hide_files.push_back(c);
+    }
+    sweep_sockets(p, r);
   }
-  std::vector<std::string> files = {"/run/docker.sock", "/run/containerd/containerd.sock",
-                                    "/run/podman/podman.sock", "/run/dbus/system_bus_socket",
-                                    "/run/snapd.socket", env_get(in.env, "SSH_AUTH_SOCK")};
-  for (const auto& f : files) {
-    struct stat st {};
-    if (f.empty() || ::stat(f.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
-    std::string c = real(f);
-    bool skip = false;
-    for (const auto& h : r.hide_dirs) skip = skip || within(c, h);
-    for (const auto& a : p.allow_unix_sockets) skip = skip || within(c, a);
-    if (!skip) r.hide_files.push_back(c);
-  }
-  sweep_sockets(p, r);
 
   // Deny-read: globs expanded now (a launch-time snapshot), plain paths kept when present.
   for (const auto& g : p.deny_read) {

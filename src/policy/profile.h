@@ -75,6 +75,7 @@ struct ResolveInput {
   std::string cwd;                       // sandbox_policy_cwd; absolute
   std::vector<std::string> env;          // the request's env ("NAME=value"): HOME, TMPDIR, …
   std::string control_dir;               // the daemon's socket dir; empty: the default
+  bool masks = true;                     // hidden sockets and dirs (a backend that cannot mask skips them)
 };
 
 [[nodiscard]] base::Result<ResolvedPolicy> resolve(const PermissionProfile& profile,

@@ -110,7 +110,9 @@ Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) const {
     if (!::getcwd(buf, sizeof buf)) return Error::sys("getcwd");
     cwd = buf;
   }
-  auto policy = resolve(*profile_, ResolveInput{cwd, spec.env, {}});
+  ResolveInput in{cwd, spec.env, {}};
+  in.masks = kind_ != SandboxKind::kLinuxLandlock;  // it cannot mount masks
+  auto policy = resolve(*profile_, in);
   if (!policy) return std::move(policy).error();
   Result<void> added;
   switch (kind_) {

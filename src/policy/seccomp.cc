@@ -49,7 +49,7 @@ Result<void> add(Ctx& ctx, uint32_t action, int nr, std::initializer_list<scmp_a
   return {};
 }
 
-Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool notify) {
+Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool notify, bool deny_unix) {
   Ctx ctx;
   ctx.c = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx.c) return Error::sys("seccomp_init", ENOMEM);
@@ -88,6 +88,7 @@ Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool 
   for (unsigned long req : {static_cast<unsigned long>(TIOCSTI), static_cast<unsigned long>(TIOCLINUX)})
     TRY(rule(eperm, SCMP_SYS(ioctl), {SCMP_A1(SCMP_CMP_MASKED_EQ, 0xffffffffULL, req)}, "ioctl"));
   // Sockets.
+  if (deny_unix) TRY(rule(eperm, SCMP_SYS(socket), {SCMP_A0(SCMP_CMP_EQ, AF_UNIX)}, "socket unix"));
   if (!network) {
     TRY(rule(eperm, SCMP_SYS(socket), {SCMP_A0(SCMP_CMP_NE, AF_UNIX)}, "socket"));
     TRY(rule(eperm, SCMP_SYS(socketpair), {SCMP_A0(SCMP_CMP_NE, AF_UNIX)}, "socketpair"));
@@ -135,13 +136,13 @@ Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool 
 
 }  // namespace
 
-Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root, bool notify) {
+Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root, bool notify, bool deny_unix) {
   static std::mutex mu;
-  static std::shared_ptr<const BpfProgram> cache[2][2][2];
+  static std::shared_ptr<const BpfProgram> cache[2][2][2][2];
   std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[network ? 1 : 0][root ? 1 : 0][notify ? 1 : 0];
+  auto& slot = cache[network ? 1 : 0][root ? 1 : 0][notify ? 1 : 0][deny_unix ? 1 : 0];
   if (!slot) {
-    auto p = compile(network, root, notify);
+    auto p = compile(network, root, notify, deny_unix);
     if (!p) return std::move(p).error();
     slot = *p;
   }

@@ -38,8 +38,11 @@ struct BpfProgram {
 };
 
 // The compiled filter for this variant; cached for the life of the process.
+// `deny_unix`: socket(AF_UNIX) fails too (socketpair stays): the Landlock-only backend cannot
+// hide host pathname sockets, so it refuses to make unix sockets at all (sandbox.md §3.6).
 [[nodiscard]] base::Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root,
-                                                                              bool notify = false);
+                                                                              bool notify = false,
+                                                                              bool deny_unix = false);
 
 // The program as raw BPF in a sealed memfd, for bwrap's --seccomp FD.
 [[nodiscard]] base::Result<base::UniqueFd> seccomp_memfd(const BpfProgram& program);

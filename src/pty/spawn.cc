@@ -15,6 +15,9 @@
 #include <linux/close_range.h>
 
 #include <cerrno>
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#endif
 #include <cstdlib>
 #include <cstring>
 
@@ -225,6 +228,13 @@ class ChildStack {
   }
   // The top of the stack (it grows down), or nullptr if mmap failed.
   void* top() const { return base_ ? base_ + guard_ + kSize : nullptr; }
+  // A child that exec'd never left its scopes, so AddressSanitizer's shadow of this stack
+  // still marks them; the next child on it must start from clean shadow.
+  void reset_shadow() const noexcept {
+#if defined(__SANITIZE_ADDRESS__)
+    if (base_) __asan_unpoison_memory_region(base_ + guard_, kSize);
+#endif
+  }
 
  private:
   char* base_ = nullptr;
@@ -328,9 +338,11 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
 
   static thread_local ChildStack stack;
   if (!stack.top()) return Error::sys("mmap child stack", ENOMEM);
+  stack.reset_shadow();
   if (supervised) {
     static thread_local ChildStack command_stack;
     if (!command_stack.top()) return Error::sys("mmap child stack", ENOMEM);
+    command_stack.reset_shadow();
     args.command_stack = command_stack.top();
   }
 
