@@ -288,7 +288,7 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
   } else if (p.mode == SandboxMode::kWorkspaceWrite) {
     auto cwd = canonical_root(in.cwd, "/");
     if (!cwd) return std::move(cwd).error();
-    r.writable.push_back(*cwd);
+    if (p.cwd_writable) r.writable.push_back(*cwd);
     for (const auto& w : p.writable_roots) {
       std::string expanded = (w.rfind("~/", 0) == 0 && !home.empty()) ? home + w.substr(1) : w;
       auto c = canonical_root(expanded, *cwd);
@@ -328,6 +328,11 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
       r.read_only.push_back(path);
       if (name == ".git" && S_ISREG(st.st_mode)) add_gitdir_targets(path, r.read_only);
     }
+  }
+  for (const auto& ro : p.read_only_paths) {
+    std::string path = absolute(ro, in.cwd);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) == 0) r.read_only.push_back(real(path));
   }
   // uexec's config is read-only in every sandbox; its control and state dirs are hidden.
   std::string xdg_config = own_env("XDG_CONFIG_HOME");

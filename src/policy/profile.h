@@ -41,13 +41,15 @@ struct PermissionProfile {
   TmpPolicy slash_tmp = TmpPolicy::kHost;          // read-only mode ignores it (none)
   std::vector<std::string> extra_protected_names;  // e.g. ".aws"
   std::vector<std::string> allow_unix_sockets;     // never hidden
+  std::vector<std::string> read_only_paths;        // extra carve-outs (Codex clients send their own)
+  bool cwd_writable = true;                        // workspace-write: :cwd is a writable root
   int glob_scan_max_depth = 16;
 
   static PermissionProfile for_mode(SandboxMode mode);
   bool has_deny_entries() const noexcept { return !deny_read.empty(); }
-  // danger-full-access without deny entries: nothing to enforce.
+  // danger-full-access with the network on and no deny entries: nothing to enforce.
   bool unrestricted() const noexcept {
-    return mode == SandboxMode::kDangerFullAccess && deny_read.empty();
+    return mode == SandboxMode::kDangerFullAccess && deny_read.empty() && network;
   }
 };
 

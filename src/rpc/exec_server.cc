@@ -15,10 +15,13 @@
 
 #include "agent/agent_env.h"
 #include "agent/probes.h"
+#include "policy/linux_sandbox.h"
 #include "base/log.h"
 #include "pty/pty_pair.h"
 #include "pty/tty_state.h"
 #include "rpc/base64.h"
+#include "rpc/file_uri.h"
+#include "rpc/sandbox_params.h"
 #include "rpc/sha256.h"
 #include "session/utf8_cut.h"
 
@@ -40,34 +43,21 @@ std::string new_uuid() {
                      b & 0xFFFFFFFFFFFFull);
 }
 
-std::string file_uri(const std::string& path) {
-  std::string out = "file://";
-  for (unsigned char c : path) {
-    if (std::isalnum(c) || std::strchr("/-._~", c))
-      out += static_cast<char>(c);
-    else
-      out += fmt::format("%{:02X}", c);
-  }
+// The backends this host can run (sandbox --check's answer), for initialize.
+json sandbox_backends() {
+  const auto& h = policy::host_support();
+  json out = json::array();
+  if (h.userns && h.init) out.push_back("namespaces");
+  if (h.landlock_abi >= 2) out.push_back("landlock");
+  if (!h.bwrap.empty()) out.push_back("bwrap");
   return out;
 }
 
-// A file:// URI (percent-decoded) or an absolute path; nullopt otherwise.
-std::optional<std::string> path_from_uri(const std::string& s) {
-  if (!s.empty() && s[0] == '/') return s;
-  if (s.rfind("file://", 0) != 0) return std::nullopt;
-  std::string rest = s.substr(7);
-  if (rest.rfind("localhost/", 0) == 0) rest = rest.substr(9);
-  if (rest.empty() || rest[0] != '/') return std::nullopt;
-  std::string out;
-  for (std::size_t i = 0; i < rest.size(); ++i) {
-    if (rest[i] == '%' && i + 2 < rest.size() && std::isxdigit(static_cast<unsigned char>(rest[i + 1])) &&
-        std::isxdigit(static_cast<unsigned char>(rest[i + 2]))) {
-      out += static_cast<char>(std::stoi(rest.substr(i + 1, 2), nullptr, 16));
-      i += 2;
-    } else {
-      out += rest[i];
-    }
-  }
+// What the sandbox itself recorded denying (sandboxDenials, an extension).
+json denial_records(const session::Session& s) {
+  json out = json::array();
+  if (const auto* log = s.denial_log())
+    for (const auto& r : log->records) out.push_back({{"source", r.source}, {"kind", r.kind}, {"detail", r.detail}});
   return out;
 }
 
@@ -143,6 +133,7 @@ struct ExecServer::Process {
   std::unique_ptr<loop::Timer> retention;
   std::vector<std::string> argv;
   std::string cwd;
+  std::string sandbox_kind = "none";  // the kind that runs it (policy::sandbox_kind_name)
   json metadata = nullptr;
   std::int64_t started_ms = 0;
   std::int64_t exited_ms = 0;
@@ -295,6 +286,7 @@ void ExecServer::push_to(Process& p, Session& to, SubState& st) {
                                    {"mechanism", v->denial->mechanism},
                                    {"detail", v->denial->detail}}
                             : json();
+    j["sandboxDenials"] = denial_records(*p.s);
     c->notify("process/exited", params(std::move(j)));
     st.sent_exited = true;
   };
@@ -594,8 +586,8 @@ void ExecServer::Connection::m_initialize(const json& id, const json& params) {
                {"codexCompat", "0.169.0"},
                {"methods", methods},
                {"signals", signals},
-               {"sandboxModes", json::array()},
-               {"sandboxBackends", json::array()},
+               {"sandboxModes", {"read-only", "workspace-write", "danger-full-access"}},
+               {"sandboxBackends", sandbox_backends()},
                {"maxMessageBytes", 16u << 20},
                {"retainedBytesPerProcess", server_.pm_.config().retain_bytes},
                {"detachedTtlMs", server_.opts_.daemon ? server_.opts_.detached_ttl.count() : 0}}},
@@ -691,13 +683,24 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
       throw ParamError{kInvalidParams, "size needs rows and cols in 1-1000", {{"kind", "invalidParams"}, {"field", "size"}}};
     req.size = {static_cast<unsigned short>(*rows), static_cast<unsigned short>(*cols)};
   }
-  if (params.contains("sandbox") && params["sandbox"].is_object()) {
-    const json& sb = params["sandbox"];
-    std::string type = sb.contains("permissions") && sb["permissions"].is_object() ? sb["permissions"].value("type", "") : "";
-    bool managed = type == "managed" || sb.contains("mode");
-    if (managed && !(sb.contains("mode") && sb["mode"] == "danger-full-access"))
-      return error(id, kInternal, "sandbox unavailable: this build of uexec has no sandbox backend yet",
-                   {{"kind", "sandboxUnavailable"}, {"backend", "none"}, {"reason", "not built"}});
+  // The sandbox: Codex's shape or uexec's short form; never weakened (sandboxUnavailable).
+  policy::SandboxAttempt attempt = policy::SandboxAttempt::none();
+  auto unavailable = [&](const base::Error& e) {
+    std::string reason = e.context.substr(0, e.context.find(':'));
+    return error(id, kInternal, "sandbox unavailable: " + e.context,
+                 {{"kind", "sandboxUnavailable"}, {"backend", "auto"}, {"reason", reason}});
+  };
+  if (params.contains("sandbox")) {
+    auto sb = parse_sandbox_param(params["sandbox"], cwd);
+    if (!sb) {
+      if (sb.error().code == base::Errc::kPolicy) return unavailable(sb.error());
+      throw ParamError{kInvalidParams, sb.error().context, {{"kind", "invalidParams"}, {"field", "sandbox"}}};
+    }
+    if (*sb) {
+      auto a = policy::SandboxAttempt::select((*sb)->profile, (*sb)->backend);
+      if (!a) return unavailable(a.error());
+      attempt = std::move(*a);
+    }
   }
   if (server_.find_process(session_, pid)) {
     auto* p = server_.find_process(session_, pid);
@@ -708,9 +711,10 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
     return error(id, kInternal, "process limit reached",
                  {{"kind", "limitReached"}, {"limit", "processes"}, {"max", server_.opts_.max_processes}});
   req.id = session_->id + "/" + pid;
-  auto started = server_.pm_.start(req);
+  auto started = server_.pm_.start(req, attempt);
   if (!started) {
     const auto& e = started.error();
+    if (e.code == base::Errc::kPolicy) return unavailable(e);
     if (e.code == base::Errc::kExecFailed || e.sys_errno) {
       const char* name = strerrorname_np(e.sys_errno);
       return error(id, kInternal, fmt::format("{} (os error {})", std::strerror(e.sys_errno), e.sys_errno),
@@ -730,6 +734,7 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
   raw->s = server_.pm_.find(*started);
   raw->argv = argv;
   raw->cwd = cwd;
+  raw->sandbox_kind = policy::sandbox_kind_name(attempt.kind());
   raw->started_ms = wall_ms();
   if (opt_bool(params, "subscribe").value_or(true)) raw->subs[session_] = {};
   if (params.contains("metadata")) raw->metadata = params["metadata"];
@@ -743,7 +748,12 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
   });
   session_->procs.emplace(pid, std::move(p));
   // The reply goes out before any notification for this process: those come from the loop.
-  reply(id, {{"processId", pid}, {"sandboxType", "none"}, {"pid", raw->s->pid()}, {"sessionId", session_->id}});
+  // Codex's names: any Linux kind is "linuxSeccomp"; uexecSandbox says which.
+  reply(id, {{"processId", pid},
+             {"sandboxType", attempt.sandboxed() ? "linuxSeccomp" : "none"},
+             {"uexecSandbox", raw->sandbox_kind},
+             {"pid", raw->s->pid()},
+             {"sessionId", session_->id}});
 }
 
 json ExecServer::Connection::read_result(Process& p, std::uint64_t after_seq, std::size_t max_bytes) const {
@@ -787,6 +797,7 @@ json ExecServer::Connection::read_result(Process& p, std::uint64_t after_seq, st
                                         {"mechanism", v->denial->mechanism},
                                         {"detail", v->denial->detail}}
                                  : json();
+  out["sandboxDenials"] = v ? denial_records(*p.s) : json();
   out["omitted"] = r.gap > 0 ? json{{"fromSeq", after_seq + 1},
                                     {"toSeq", chunks.empty() ? json() : json(chunks.front()["seq"].get<session::Seq>() - 1)},
                                     {"bytes", r.gap}}
@@ -979,7 +990,8 @@ void ExecServer::Connection::m_list(const json& id, const json& params) {
                 {"nextSeq", p->s->next_seq()}, {"retainedBytes", ring.retained()},
                 {"omitted", ring.evicted() > 0 ? json{{"bytes", ring.evicted()}} : json()},
                 {"subscribers", p->subs.size()},
-                {"sandbox", {{"type", "none"}, {"backend", nullptr}}},
+                {"sandbox", {{"type", p->sandbox_kind == "none" ? "none" : "linuxSeccomp"},
+                             {"backend", p->sandbox_kind == "none" ? json() : json(p->sandbox_kind)}}},
                 {"metadata", p->metadata}};
       e["exitedAtMs"] = p->exited_ms ? json(p->exited_ms) : json();
       e["exitCode"] = v ? json(v->status.shell_code()) : json();

@@ -233,6 +233,55 @@ async function common(label, p) {
   c("exec/listSessions", typeof r.result?.content?.[0]?.text === "string", JSON.stringify(r).slice(0, 200));
 }
 
+// process/start's sandbox member: uexec's short form and Codex's shape, denials, refusals.
+async function sandbox(label, p) {
+  const c = (n, ok, d) => check(`[${label}] sandbox: ${n}`, ok, d);
+  const ws = fs.mkdtempSync("/var/tmp/uexec-proto-sbx-");
+  const cwd = "file://" + ws, env = { PATH: "/usr/bin:/bin" };
+  const exitedOf = async (id) => {
+    await p.until(() => p.eventsOf(id).some((n) => n.method === "process/exited"), 8000);
+    return p.eventsOf(id).find((n) => n.method === "process/exited")?.params;
+  };
+  let r = await p.request("environment/info", {});
+  const init = p.initResult ?? {};
+  // Short form: a write outside the workspace is denied and classified.
+  r = await p.request("process/start", { processId: "sbx1", argv: ["/bin/sh", "-c", "echo kind=$UEXEC_SANDBOX; touch /etc/uexec-proto-x"], cwd, env, sandbox: { mode: "workspace-write" } });
+  c("short form starts sandboxed", r.result?.sandboxType === "linuxSeccomp" && r.result?.uexecSandbox === "linux-ns", JSON.stringify(r));
+  let ex = await exitedOf("sbx1");
+  c("a denied write: sandboxDenied with the predicate's denial", ex?.sandboxDenied === true && ex?.denial?.mechanism === "keyword", JSON.stringify(ex));
+  c("the env marker", p.outputOf("sbx1").includes("kind=linux-ns"), JSON.stringify(p.outputOf("sbx1")));
+  c("nothing was written", !fs.existsSync("/etc/uexec-proto-x"));
+  // Codex's shape: :root read, :cwd write, network restricted; seccomp records come back.
+  const managed = { permissions: { type: "managed", network: "restricted", file_system: { type: "restricted", entries: [
+    { path: { type: "special", value: { kind: "root" } }, access: "read" },
+    { path: { type: "special", value: { kind: "current_working_directory" } }, access: "write" }] } } };
+  r = await p.request("process/start", { processId: "sbx2", argv: ["/bin/sh", "-c", "echo ok > inside; unshare -U true"], cwd, env, sandbox: managed });
+  c("Codex shape starts sandboxed", r.result?.sandboxType === "linuxSeccomp", JSON.stringify(r));
+  ex = await exitedOf("sbx2");
+  c("seccomp records as sandboxDenials, the executor's denial wins", ex?.sandboxDenied === true && ex?.denial?.source === "executor" &&
+    ex?.sandboxDenials?.some((d) => d.source === "seccomp" && d.kind === "namespace"), JSON.stringify(ex));
+  c("the cwd was writable", fs.readFileSync(path.join(ws, "inside"), "utf8") === "ok\n");
+  r = await p.request("process/read", { processId: "sbx2" });
+  c("process/read carries the records too", Array.isArray(r.result?.sandboxDenials) && r.result.sandboxDenials.length === 1, JSON.stringify(r.result?.sandboxDenials));
+  r = await p.request("process/list", {});
+  c("process/list shows the backend", r.result?.processes?.some((x) => x.processId === "sbx2" && x.sandbox?.backend === "linux-ns"), JSON.stringify(r).slice(0, 300));
+  // disabled: runs as asked, and says so.
+  r = await p.request("process/start", { processId: "sbx3", argv: ["/bin/true"], cwd, env, sandbox: { permissions: { type: "disabled" } } });
+  c("disabled: sandboxType none", r.result?.sandboxType === "none", JSON.stringify(r));
+  // Refusals: never weakened, never a crash.
+  r = await p.request("process/start", { processId: "sbx4", argv: ["/bin/true"], cwd, env, sandbox: { mode: "read-only", permissions: { type: "managed" } } });
+  c("mode and permissions together: -32602", r.error?.code === -32602, JSON.stringify(r));
+  r = await p.request("process/start", { processId: "sbx5", argv: ["/bin/true"], cwd, env, sandbox: { mode: "workspace-write", backend: "seatbelt" } });
+  c("seatbelt on Linux: sandboxUnavailable", r.error?.code === -32603 && r.error?.data?.kind === "sandboxUnavailable" && r.error?.data?.reason === "SeatbeltUnavailable", JSON.stringify(r));
+  r = await p.request("process/start", { processId: "sbx6", argv: ["/bin/true"], cwd, env, sandbox: { permissions: { type: "managed", file_system: { type: "restricted", entries: [] } } } });
+  c("a restricted read set: refused, not weakened", r.error?.data?.kind === "sandboxUnavailable", JSON.stringify(r));
+  r = await p.request("process/start", { processId: "sbx7", argv: ["/bin/true"], cwd, env, sandbox: { mode: "sideways" } });
+  c("an unknown mode: -32602", r.error?.code === -32602, JSON.stringify(r));
+  r = await p.request("environment/status", {});
+  c("still serving", r.result?.status === "ready", JSON.stringify(r));
+  fs.rmSync(ws, { recursive: true, force: true });
+}
+
 async function oversize(label, p) {
   p.send("x".repeat(17 * 1024 * 1024));
   const ok = await p.until(() => (p.orphans ?? []).some((m) => m.error?.data?.kind === "messageTooLarge"), 15000);
@@ -295,6 +344,7 @@ fs.chmodSync(tmp, 0o700);
 {
   const p = new StdioPeer();
   await common("stdio", p);
+  await sandbox("stdio", p);
   await oversize("stdio", p);
   await p.close();
 }

@@ -1,0 +1,36 @@
+// sandbox_params.h: the `sandbox` member of process/start (protocol.md §3.2 and §4.1) as a
+// PermissionProfile and a backend preference.
+//
+// Two shapes. uexec's short form {mode, writableRoots?, network?, denyRead?, backend?}. And
+// Codex's {permissions:{type, file_system, network}, cwd, workspaceRoots, ...}: `disabled`
+// and `external` mean no uexec sandbox; `managed` with an unrestricted file system is
+// danger-full-access (sandboxed only for a restricted network or deny entries); a
+// restricted file system needs `:root` readable (restricted reads are not enforced yet:
+// refused, never weakened), and then its write entries are the writable roots (`:cwd`,
+// `:project_roots` = workspaceRoots, `:slash_tmp`, `:tmpdir`, paths), its read entries
+// inside them read-only carve-outs, its deny entries (paths and globs) deny-read. Unknown
+// special kinds are ignored for read/write and refused for deny, as sandbox.md §1.3 says.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+#include "base/result.h"
+#include "policy/profile.h"
+#include "policy/sandbox_attempt.h"
+
+namespace uexec::rpc {
+
+struct SandboxRequest {
+  policy::PermissionProfile profile;
+  policy::Backend backend = policy::Backend::kAuto;
+};
+
+// nullopt: no sandbox asked for (absent, null, disabled, external). kInvalidArgument for a
+// malformed member; kPolicy for a policy uexec cannot enforce. `cwd` is the process's cwd.
+[[nodiscard]] base::Result<std::optional<SandboxRequest>> parse_sandbox_param(const nlohmann::json& sandbox,
+                                                                              const std::string& cwd);
+
+}  // namespace uexec::rpc
