@@ -50,6 +50,19 @@ std::string denial_keyword(std::string_view output, bool mount_view) {
   return {};
 }
 
+FinalResult finalize_exec_result(const pty::ExitStatus& status, bool timed_out, bool sandboxed,
+                                 const DenialLog* log, std::string_view output, bool seccomp, bool mount_view) {
+  FinalResult r;
+  r.exit_code = status.shell_code();
+  if (timed_out) {
+    r.kind = FinalKind::kTimeout;
+    return r;
+  }
+  if (sandboxed) r.denial = classify_exit(status, log, output, seccomp, mount_view);
+  r.kind = r.denial ? FinalKind::kDenied : FinalKind::kCompleted;
+  return r;
+}
+
 bool is_likely_sandbox_denied(bool sandboxed, bool linux_seccomp, const ExecOutput& out) {
   if (!sandboxed || out.exit_code == 0) return false;
   static constexpr std::string_view kKeywords[] = {"operation not permitted", "permission denied",

@@ -51,6 +51,18 @@ std::optional<SandboxDenied> classify_exit(const pty::ExitStatus& status, const 
 // The keyword the scan found in `output` (lower-cased), or empty.
 std::string denial_keyword(std::string_view output, bool mount_view);
 
+// One-shot finalize (sandbox.md §5.3): a timeout is checked first (Timeout even when the output
+// looks denied), then a sandbox denial, else the ordinary result with the real exit code: a
+// non-zero exit without evidence stays ordinary. Unsandboxed runs are never Denied.
+enum class FinalKind { kCompleted, kDenied, kTimeout };
+struct FinalResult {
+  FinalKind kind = FinalKind::kCompleted;
+  int exit_code = 0;
+  std::optional<SandboxDenied> denial;
+};
+FinalResult finalize_exec_result(const pty::ExitStatus& status, bool timed_out, bool sandboxed,
+                                 const DenialLog* log, std::string_view output, bool seccomp, bool mount_view);
+
 // Codex's own predicate, kept under its name for compatibility tests (sandbox.md §5.2, seed
 // 000): kind None or exit 0 → false; any of the seven keywords in stderr, stdout or the
 // aggregated output (plain substring, lower-cased) → true; exit 2, 126, 127 → false; a Linux

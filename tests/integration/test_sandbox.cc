@@ -94,6 +94,41 @@ TEST_CASE("a sandboxed session reports the command's own exit code and signal, n
   }
 }
 
+TEST_CASE("job control inside the sandbox: bash -i keeps its tty, Ctrl-C interrupts the foreground job") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  auto req = request({"/bin/bash", "--norc", "--noprofile", "-i"});
+  req.env = std::vector<std::string>{"PS1=PROMPT> ", "PATH=/usr/bin:/bin", "TERM=dumb", "HOME=/tmp"};
+  req.cwd = s.ws();
+  auto& a = start_in(f, req, namespaces());
+  REQUIRE(f.wait_output(a, "PROMPT> "));
+  int master = a.process()->master_fd();
+  pid_t shell_group = ::tcgetpgrp(master);  // bash's own group, while it waits at the prompt
+  REQUIRE(shell_group > 0);
+  REQUIRE(a.write(std::string_view("tty\n")));
+  CHECK(f.wait_output(a, "/dev/console"));  // the session's PTY, named inside the view
+  REQUIRE(f.run_until([&] { return ::tcgetpgrp(master) == shell_group; }));
+  REQUIRE(a.write(std::string_view("sleep 100\n")));
+  auto comm = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+    std::string c;
+    std::getline(in, c);
+    return c;
+  };
+  REQUIRE(f.run_until([&] {
+    pid_t fg = ::tcgetpgrp(master);
+    return fg > 0 && fg != shell_group && comm(fg) == "sleep";
+  }));
+  REQUIRE(a.write(std::string_view("\x03")));  // through the line discipline, as a person types it
+  REQUIRE(f.run_until([&] { return ::tcgetpgrp(master) == shell_group; }));
+  REQUIRE(a.write(std::string_view("echo status=$?\n")));
+  CHECK(f.wait_output(a, "status=130"));
+  REQUIRE(a.write(std::string_view("exit 5\n")));
+  REQUIRE(f.wait_finished(a));
+  CHECK(a.verdict()->status.code == 5);
+}
+
 TEST_CASE("terminate reaches the command through init, and SIGKILL to init ends the sandbox") {
   if (!have_namespaces()) return;
   ManagerFixture f;

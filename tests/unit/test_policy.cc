@@ -15,6 +15,7 @@
 #include "policy/bwrap.h"
 #include "policy/denial.h"
 #include "policy/profile.h"
+#include "policy/sandbox_attempt.h"
 
 using namespace uexec::policy;
 namespace fs = std::filesystem;
@@ -114,6 +115,50 @@ TEST_CASE("classify_exit: uexec's narrowing of the predicate") {
     CHECK(d->mechanism == "seccomp");
     CHECK_FALSE(classify_exit(ExitStatus{0, SIGSYS, false}, nullptr, "", false, false));
   }
+}
+
+TEST_CASE("finalize_exec_result: timeout first; an ordinary failure stays ordinary") {
+  using uexec::pty::ExitStatus;
+  auto t = finalize_exec_result(ExitStatus{1, 0, false}, true, true, nullptr, "Permission denied", true, true);
+  CHECK(t.kind == FinalKind::kTimeout);
+  CHECK_FALSE(t.denial);
+  auto d = finalize_exec_result(ExitStatus{1, 0, false}, false, true, nullptr, "touch: Read-only file system", true, true);
+  CHECK(d.kind == FinalKind::kDenied);
+  CHECK(d.exit_code == 1);
+  auto o = finalize_exec_result(ExitStatus{3, 0, false}, false, true, nullptr, "make: *** [all] Error 3", true, true);
+  CHECK(o.kind == FinalKind::kCompleted);
+  CHECK(o.exit_code == 3);
+  auto u = finalize_exec_result(ExitStatus{1, 0, false}, false, false, nullptr, "Permission denied", false, false);
+  CHECK(u.kind == FinalKind::kCompleted);
+  auto z = finalize_exec_result(ExitStatus{0, 0, false}, false, true, nullptr, "Permission denied", true, true);
+  CHECK(z.kind == FinalKind::kCompleted);
+}
+
+TEST_CASE("seatbelt requested on Linux is a clear SeatbeltUnavailable, never a silent None") {
+  auto a = SandboxAttempt::select(PermissionProfile::for_mode(SandboxMode::kWorkspaceWrite), Backend::kSeatbelt);
+  REQUIRE(a);
+  CHECK(a->kind() == SandboxKind::kMacosSeatbelt);
+  ExecRequest req;
+  req.argv = {"/bin/true"};
+  req.cwd = "/";
+  auto spec = a->env_for(req);
+  REQUIRE_FALSE(spec);
+  CHECK(spec.error().code == uexec::base::Errc::kPolicy);
+  CHECK(spec.error().context.rfind("SeatbeltUnavailable", 0) == 0);
+}
+
+TEST_CASE("env markers describe the sandbox that runs; inherited ones never survive") {
+  ExecRequest req;
+  req.argv = {"/bin/true"};
+  req.cwd = "/";
+  req.env = std::vector<std::string>{"PATH=/bin", "UEXEC_SANDBOX=linux-ns", "CODEX_SANDBOX=seatbelt",
+                                     "CODEX_SANDBOX_NETWORK_DISABLED=1"};
+  auto none = SandboxAttempt::none().env_for(req);
+  REQUIRE(none);
+  CHECK(none->env == std::vector<std::string>{"PATH=/bin"});
+  auto full = SandboxAttempt::select(PermissionProfile::for_mode(SandboxMode::kDangerFullAccess));
+  REQUIRE(full);
+  CHECK(full->kind() == SandboxKind::kNone);  // nothing to enforce: no wrapper at all
 }
 
 TEST_CASE("glob_match: components, '**' at any depth") {
