@@ -654,7 +654,24 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
   if (p.workdir && !p.workdir->empty()) cwd = (*p.workdir)[0] == '/' ? *p.workdir : default_cwd_ + "/" + *p.workdir;
   req.cwd = cwd;
   req.id = std::to_string(id);
-  auto started = pm_.start(req, p.attempt.value_or(policy::SandboxAttempt::none()));
+  policy::SandboxAttempt attempt = policy::SandboxAttempt::none();
+  if (p.attempt) {
+    attempt = *p.attempt;
+  } else if (sandbox_profile_) {
+    if (p.require_escalated) {
+      release();
+      return tool_error(fmt::format("exec_command failed for `{}`: running without the sandbox needs approval, "
+                                    "and the approval policy is never",
+                                    p.cmd));
+    }
+    auto sel = policy::SandboxAttempt::select(*sandbox_profile_, sandbox_backend_);
+    if (!sel) {
+      release();
+      return tool_error(fmt::format("exec_command failed for `{}`: sandbox unavailable: {}", p.cmd, sel.error().context));
+    }
+    attempt = std::move(*sel);
+  }
+  auto started = pm_.start(req, attempt);
   if (!started) {
     release();
     const auto& e = started.error();

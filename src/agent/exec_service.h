@@ -81,7 +81,9 @@ struct ExecParams {
   bool replace = false;
   std::optional<Until> until;  // nullopt: the default set {exit, awaiting_input}
   std::optional<long> timeout_ms, idle_timeout_ms;
-  // Test hook: the sandbox attempt to run under (the orchestrator chooses it later).
+  // "require_escalated": the model asks to run without the sandbox (refused under policy never).
+  bool require_escalated = false;
+  // Test hook: the sandbox attempt to run under (overrides the service's default sandbox).
   std::optional<policy::SandboxAttempt> attempt;
 };
 
@@ -200,12 +202,21 @@ class ExecService {
   void shutdown(std::function<void()> done);
 
   std::size_t live_sessions() const noexcept;  // counted and not yet delivered as ended
+  // Every exec_command runs under this profile (`uexec mcp --sandbox MODE`). Approval policy
+  // never: a denial is reported in the envelope, a require_escalated call is refused.
+  void set_default_sandbox(policy::PermissionProfile profile, policy::Backend backend) {
+    sandbox_profile_ = std::move(profile);
+    sandbox_backend_ = backend;
+  }
   const base::AgentConfig& config() const noexcept { return cfg_; }
 
  private:
   struct Call;
   struct AgentSession;
   struct Tombstone;
+
+  std::optional<policy::PermissionProfile> sandbox_profile_;
+  policy::Backend sandbox_backend_ = policy::Backend::kAuto;
 
   Call* new_call(int kind, long sid, Reply done);
   void enqueue(Call* c);

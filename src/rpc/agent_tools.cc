@@ -210,7 +210,12 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
     p.until = a.until("until");
     p.timeout_ms = a.integer("timeout_ms");
     p.idle_timeout_ms = a.integer("idle_timeout_ms");
-    (void)a.string("sandbox_permissions");
+    if (auto sp = a.string("sandbox_permissions")) {
+      if (*sp != "use_default" && *sp != "require_escalated")
+        return tool_error(fmt::format("exec_command failed for `{}`: invalid arguments: sandbox_permissions must be "
+                                      "use_default or require_escalated", cmd.value_or(""))), true;
+      p.require_escalated = *sp == "require_escalated";
+    }
     (void)a.string("justification");
     if (a.error().empty() && !cmd) return tool_error("exec_command failed: missing command line"), true;
     if (!a.error().empty())

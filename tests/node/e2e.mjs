@@ -121,5 +121,24 @@ let left = "";
 try { left = execSync("pgrep -f '^sleep 312.5$' || true").toString().trim(); } catch { left = "?"; }
 check("stdin EOF: no session process is left", left === "", left);
 
+// `uexec mcp --sandbox workspace-write`: every exec_command runs in the sandbox; a denial is a
+// normal result with a "Sandbox denied:" line; require_escalated is refused (policy never).
+{
+  const fs = await import("node:fs");
+  const ws = fs.mkdtempSync("/var/tmp/uexec-mcp-sbx-");
+  const t2 = new StdioClientTransport({ command: uexec, args: ["mcp", "--sandbox", "workspace-write"], cwd: ws, stderr: "inherit" });
+  const c2 = new Client({ name: "uexec-e2e-sandbox", version: "1.0.0" });
+  await c2.connect(t2);
+  let s = await c2.callTool({ name: "exec_command", arguments: { cmd: "echo kind=$UEXEC_SANDBOX; echo ok > here; touch /etc/uexec-mcp-x", login: false } });
+  check("sandboxed exec_command: marker and workspace write", text(s).includes("kind=linux-ns") && fs.existsSync(ws + "/here"), text(s));
+  check("sandboxed exec_command: the denial is reported, not an error", !s.isError && text(s).includes("Sandbox denied: ") &&
+    s.structuredContent?.exit_code === 1, text(s));
+  check("nothing written outside", !fs.existsSync("/etc/uexec-mcp-x"));
+  s = await c2.callTool({ name: "exec_command", arguments: { cmd: "true", sandbox_permissions: "require_escalated", justification: "test" } });
+  check("require_escalated under policy never: a clear tool error", s.isError && text(s).includes("approval policy is never"), text(s));
+  await c2.close();
+  fs.rmSync(ws, { recursive: true, force: true });
+}
+
 console.log(`mcp-e2e: ${passed} passed, ${failed} failed`);
 process.exit(failed === 0 ? 0 : 1);

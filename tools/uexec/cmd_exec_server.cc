@@ -34,7 +34,9 @@ namespace uexec::cli {
 int cmd_exec_server(const std::vector<std::string>& args) {
   std::string listen = "stdio";
   long grace_ms = -1;
+  SandboxFlags sandbox;
   for (std::size_t i = 0; i < args.size(); ++i) {
+    if (sandbox.consume(args, i)) continue;
     if (args[i] == "--listen" && i + 1 < args.size()) {
       listen = args[++i];
     } else if (args[i] == "--shutdown-grace-ms" && i + 1 < args.size()) {
@@ -43,13 +45,19 @@ int cmd_exec_server(const std::vector<std::string>& args) {
       std::fputs(
           "usage: uexec exec-server [--listen stdio] [--shutdown-grace-ms N]\n"
           "  The Codex exec-server protocol (process/*, environment/*) plus uexec's extensions,\n"
-          "  one JSON-RPC message per line on stdin/stdout. A Codex client works unchanged.\n",
+          "  one JSON-RPC message per line on stdin/stdout. A Codex client works unchanged.\n"
+          "  process/start takes its own `sandbox`; these set the default for exec/* (the agent tools):\n",
           stdout);
+      std::fputs(SandboxFlags::kHelp, stdout);
       return 0;
     } else {
       std::fprintf(stderr, "uexec exec-server: unknown argument %s\n", args[i].c_str());
       return kExitUsage;
     }
+  }
+  if (!sandbox.finish()) {
+    std::fprintf(stderr, "uexec exec-server: %s\n", sandbox.error.c_str());
+    return kExitUsage;
   }
   bool ws = listen.rfind("ws://", 0) == 0;
   if (listen != "stdio" && !ws) {
@@ -71,6 +79,7 @@ int cmd_exec_server(const std::vector<std::string>& args) {
   if (grace_ms > 0) cfg.terminate_grace = std::chrono::milliseconds{grace_ms};
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, env, cwd);
+  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend);
   rpc::ExecServerOptions opts;
   opts.daemon = ws;  // over WebSocket a dropped connection detaches its session (resume within the TTL)
   auto server = std::make_unique<rpc::ExecServer>(*pm, exec.get(), env, cwd, opts);

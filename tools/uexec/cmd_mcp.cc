@@ -26,17 +26,25 @@ extern char** environ;
 namespace uexec::cli {
 
 int cmd_mcp(const std::vector<std::string>& args) {
-  for (const auto& a : args) {
+  SandboxFlags sandbox;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
     if (a == "-h" || a == "--help") {
       std::fputs(
-          "usage: uexec mcp\n"
+          "usage: uexec mcp [--sandbox MODE [--writable DIR]... [--deny-read GLOB]... [--network on|off]]\n"
           "  An MCP server on stdin/stdout (JSON-RPC 2.0, one message per line) with the tools\n"
           "  exec_command, write_stdin, list_sessions, kill_session and read_output.\n"
-          "  Register it with an MCP client, e.g.:  claude mcp add uexec -- uexec mcp\n",
+          "  Register it with an MCP client, e.g.:  claude mcp add uexec -- uexec mcp --sandbox workspace-write\n",
           stdout);
+      std::fputs(SandboxFlags::kHelp, stdout);
       return 0;
     }
+    if (sandbox.consume(args, i)) continue;
     std::fprintf(stderr, "uexec mcp: unknown option %s (--connect comes with the daemon)\n", a.c_str());
+    return kExitUsage;
+  }
+  if (!sandbox.finish()) {
+    std::fprintf(stderr, "uexec mcp: %s\n", sandbox.error.c_str());
     return kExitUsage;
   }
   std::vector<std::string> env = process_environment();
@@ -47,6 +55,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
   cfg.close_drain = std::chrono::milliseconds{1000};  // agent-semantics §1.1
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, std::move(env), cwd);
+  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend);
   rpc::LineChannel channel(loop, 0, 1);
   rpc::McpServer server(*exec, [&](std::string msg) { channel.send(std::move(msg)); });
 
