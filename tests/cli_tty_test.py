@@ -13,7 +13,7 @@ import sys
 import termios
 import time
 
-uexec = sys.argv[1]
+uexec = os.path.abspath(sys.argv[1])
 
 
 def read_until(fd, needle, timeout=10.0):
@@ -81,4 +81,27 @@ def terminated(master, pid):
 code, before, after = run(["run", "--tty", "--", "/bin/sh", "-c", "echo READY; sleep 30"], terminated)
 assert code == 128 + 1 or code == 128 + 15, f"exit code {code}"
 assert before == after, "termios not restored after SIGTERM"
+
+# `uexec sandbox --approval on-failure`: a denied write is offered one retry without the sandbox
+# on the terminal; "n" keeps the denial, "y" runs it unsandboxed. Needs the namespace backend.
+check = os.popen(f"{uexec} sandbox --check").read()
+if "user namespaces: yes" in check:
+    import tempfile
+    target = os.path.join(tempfile.mkdtemp(dir="/var/tmp"), "outside")
+    os.chdir(tempfile.mkdtemp(dir="/var/tmp"))
+
+    def answer(reply):
+        def script(master, pid):
+            prompt = read_until(master, b"abort: ")
+            assert b"retry without sandbox?" in prompt and b"read-only file system" in prompt, prompt
+            os.write(master, reply)
+            read_until(master, b"\n", 5)
+        return script
+
+    code, _, _ = run(["sandbox", "--approval", "on-failure", "--", "touch", target], answer(b"n\n"))
+    assert code == 1 and not os.path.exists(target), f"denied retry: exit {code}"
+    code, _, _ = run(["sandbox", "--approval", "on-failure", "--", "touch", target], answer(b"y\n"))
+    assert code == 0 and os.path.exists(target), f"approved retry: exit {code}"
+else:
+    print("cli_tty_test: SKIP the --approval prompt: the namespace sandbox is unavailable here")
 print("cli_tty_test: ok")

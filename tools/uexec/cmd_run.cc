@@ -16,6 +16,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <climits>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +31,7 @@
 #include "loop/timer.h"
 #include "loop/uv_handle.h"
 #include "policy/linux_sandbox.h"
+#include "policy/orchestrator.h"
 #include "policy/sandbox_attempt.h"
 #include "pty/pty_pair.h"
 #include "session/process_manager.h"
@@ -61,6 +63,9 @@ constexpr const char* kSandboxUsage =
     "  --backend B           auto picks namespaces when user namespaces work, else landlock\n"
     "  --private-tmp         a private /tmp instead of the host's\n"
     "  --log-denials         print what the sandbox denied when the command fails\n"
+    "  --approval POLICY     never (default) | on-failure (offer one retry without the sandbox\n"
+    "                        after a denial) | untrusted (also ask before commands not known\n"
+    "                        to be read-only) | on-request; asked on /dev/tty, denied without one\n"
     "  --check               print what this host supports and exit\n"
     "Exit: the command's code (128+N for signal N); 125 when the sandbox cannot be set up.\n";
 
@@ -96,6 +101,7 @@ struct Options {
   bool private_tmp = false;
   bool log_denials = false;
   bool check = false;
+  policy::ApprovalPolicy approval = policy::ApprovalPolicy::kNever;
   std::string cwd;
   std::vector<std::string> env_overrides;
   std::optional<base::PtySize> size;
@@ -134,10 +140,14 @@ std::string parse(const std::vector<std::string>& args, Options& o) {
     } else if (a == "--check") {
       o.check = true;
     } else if (a == "--sandbox" || a == "--mode" || a == "--writable" || a == "--deny-read" ||
-               a == "--network" || a == "--backend") {
+               a == "--network" || a == "--backend" || a == "--approval") {
       auto v = value(a);
       if (!v) return a + " needs a value";
-      if (a == "--sandbox" || a == "--mode") {
+      if (a == "--approval") {
+        auto p = policy::parse_approval_policy(*v);
+        if (!p) return p.error().context;
+        o.approval = *p;
+      } else if (a == "--sandbox" || a == "--mode") {
         auto m = policy::parse_sandbox_mode(*v);
         if (!m) return m.error().context;
         o.mode = *m;
@@ -177,7 +187,7 @@ std::string parse(const std::vector<std::string>& args, Options& o) {
   o.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   if (o.argv.empty() && !o.check) return "no command given";
   if (!o.mode && (!o.writable.empty() || !o.deny_read.empty() || o.network || o.private_tmp ||
-                  o.backend != policy::Backend::kAuto))
+                  o.backend != policy::Backend::kAuto || o.approval != policy::ApprovalPolicy::kNever))
     return "sandbox options need --sandbox MODE";
   return {};
 }
@@ -222,6 +232,7 @@ class Runner {
     auto id = pm_.start(req, attempt);
     if (!id) {
       const auto& err = id.error();
+      spawn_failed = true;
       std::fprintf(stderr, "uexec: cannot run '%s': %s\n", req.argv[0].c_str(), err.message().c_str());
       // As env(1): a failed chdir or setup step is uexec's failure (125); a failed exec is
       // 127 when nothing was found and 126 when it was found but could not run.
@@ -248,8 +259,12 @@ class Runner {
                      v->status.describe().c_str());
       }
     }
+    if (v && v->denial) denial = v->denial;
     return v ? v->status.shell_code() : kExitInternal;
   }
+
+  bool spawn_failed = false;                      // run() could not start the command
+  std::optional<policy::SandboxDenied> denial;    // the verdict's, when it was denied
 
  private:
   void drain_output() {
@@ -362,22 +377,36 @@ class Runner {
   std::vector<std::unique_ptr<loop::SignalWatcher>> watchers_;
 };
 
+struct RunOutcome {
+  int code = 0;
+  bool spawn_failed = false;
+  std::optional<policy::SandboxDenied> denial;
+};
+
+RunOutcome run_attempt(policy::ExecRequest req, const policy::SandboxAttempt& attempt, bool log_denials);
+
 int run_request(policy::ExecRequest req, const policy::SandboxAttempt& attempt, bool log_denials) {
+  return run_attempt(std::move(req), attempt, log_denials).code;
+}
+
+RunOutcome run_attempt(policy::ExecRequest req, const policy::SandboxAttempt& attempt, bool log_denials) {
   bool stdin_is_tty = ::isatty(0) == 1;
   // uv_poll_init makes fd 0 non-blocking, and the open file is shared with our parent
   // shell: put its flags back when we are done.
   int stdin_flags = ::fcntl(0, F_GETFL);
   std::optional<RawMode> raw;
   if (req.tty && stdin_is_tty) raw.emplace(0);
-  int code;
+  RunOutcome out;
   {
     loop::Loop loop;
     session::ProcessManager pm(loop);
     Runner runner(loop, pm, req.tty, stdin_is_tty);
-    code = runner.run(req, attempt, log_denials);
+    out.code = runner.run(req, attempt, log_denials);
+    out.spawn_failed = runner.spawn_failed;
+    out.denial = runner.denial;
   }
   if (stdin_flags >= 0) ::fcntl(0, F_SETFL, stdin_flags);
-  return code;
+  return out;
 }
 
 
@@ -390,6 +419,87 @@ int print_check() {
   std::printf("bwrap:           %s\n", h.bwrap.empty() ? "not installed" : (h.bwrap + " " + h.bwrap_version).c_str());
   std::printf("auto backend:    %s\n", h.userns && h.init ? "namespaces" : h.landlock_abi >= 2 ? "landlock" : "none (refuses)");
   return 0;
+}
+
+// Asks on the controlling terminal; no terminal means denied (sandbox.md §6.5).
+policy::Decision ask_terminal(const policy::ApprovalRequest& r) {
+  int tty = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
+  if (tty < 0) {
+    std::fprintf(stderr, "uexec: approval needed (%s) but there is no terminal to ask: denied\n", r.purpose.c_str());
+    return policy::Decision::kDenied;
+  }
+  // Our stdin may be in raw mode for the command: ask in cooked mode.
+  termios saved{}, cooked{};
+  bool restore = ::tcgetattr(tty, &saved) == 0;
+  if (restore) {
+    cooked = saved;
+    cooked.c_lflag |= ICANON | ECHO;
+    ::tcsetattr(tty, TCSANOW, &cooked);
+  }
+  std::string cmd;
+  for (const auto& a : r.command) cmd += (cmd.empty() ? "" : " ") + a;
+  std::string q = "\r\nuexec: " + r.reason + "\r\n  command: " + cmd + "\r\n";
+  if (r.denial) q += "  denied:  " + r.denial->describe() + "\r\n";
+  q += "  [y] yes  [a] yes, and for this command from now on  [N] no  [q] abort: ";
+  (void)!::write(tty, q.data(), q.size());
+  char buf[16] = {};
+  ssize_t n = ::read(tty, buf, sizeof buf - 1);
+  if (restore) ::tcsetattr(tty, TCSANOW, &saved);
+  ::close(tty);
+  char c = n > 0 ? buf[0] : 'n';
+  if (c == 'y' || c == 'Y') return policy::Decision::kApproved;
+  if (c == 'a' || c == 'A') return policy::Decision::kApprovedForSession;
+  if (c == 'q' || c == 'Q') return policy::Decision::kAbort;
+  return policy::Decision::kDenied;
+}
+
+// --approval: the orchestrator decides the attempts (at most one retry), asking on the terminal.
+int run_orchestrated(const policy::ExecRequest& req, const policy::PermissionProfile& profile, const Options& o) {
+  policy::ToolOrchestrator orch([](const policy::ApprovalRequest& r, std::function<void(policy::Decision)> answer) {
+    answer(ask_terminal(r));
+  });
+  policy::ToolCall call;
+  call.argv = req.argv;
+  call.cwd = req.cwd;
+  if (call.cwd.empty()) {
+    char buf[PATH_MAX];
+    call.cwd = ::getcwd(buf, sizeof buf) ? buf : "/";
+  }
+  call.profile = profile;
+  call.backend = o.backend;
+  call.policy = o.approval;
+  int code = kExitInternal;
+  orch.run(
+      call,
+      [&](const policy::SandboxAttempt& a, std::function<void(policy::AttemptOutcome)> done) {
+        RunOutcome r = run_attempt(req, a, o.log_denials);
+        policy::AttemptOutcome out;
+        out.exit_code = r.code;
+        if (r.spawn_failed) {
+          out.kind = policy::AttemptOutcome::Kind::kFailed;
+          out.error = "could not start";
+        } else if (r.denial) {
+          out.kind = policy::AttemptOutcome::Kind::kDenied;
+          out.denial = r.denial;
+        }
+        done(out);
+      },
+      [&](policy::CallResult r) {
+        switch (r.kind) {
+          case policy::CallResult::Kind::kRejected:
+          case policy::CallResult::Kind::kAborted:
+            std::fprintf(stderr, "uexec: %s\n", r.message.c_str());
+            code = kExitInternal;
+            break;
+          case policy::CallResult::Kind::kDenied:
+            if (!r.message.empty()) std::fprintf(stderr, "uexec: %s\n", r.message.c_str());
+            code = r.exit_code;
+            break;
+          default:
+            code = r.exit_code;
+        }
+      });
+  return code;
 }
 
 int run_with(const std::vector<std::string>& args, bool sandbox_command) {
@@ -435,6 +545,7 @@ int run_with(const std::vector<std::string>& args, bool sandbox_command) {
       return kExitInternal;
     }
     attempt = std::move(*a);
+    if (o.approval != policy::ApprovalPolicy::kNever) return run_orchestrated(req, profile, o);
   }
   return run_request(std::move(req), attempt, o.log_denials);
 }
