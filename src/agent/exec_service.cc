@@ -670,6 +670,7 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
       return tool_error(fmt::format("exec_command failed for `{}`: sandbox unavailable: {}", p.cmd, sel.error().context));
     }
     attempt = std::move(*sel);
+    req.sandbox_policy_cwd = default_cwd_;  // the operator's workspace, whatever `workdir` says
   }
   auto started = pm_.start(req, attempt);
   if (!started) {

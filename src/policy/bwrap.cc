@@ -24,7 +24,8 @@ std::vector<std::string> bwrap_argv(const ResolvedPolicy& p, const BwrapInput& i
   } else {
     a.insert(a.end(), {"--ro-bind", "/", "/"});
   }
-  a.insert(a.end(), {"--dev", "/dev", "--proc", "/proc"});
+  a.insert(a.end(), {"--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
+                     "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"});
   if (p.private_tmp) a.insert(a.end(), {"--perms", "1777", "--tmpfs", "/tmp"});
   for (const auto& w : p.writable) a.insert(a.end(), {"--bind", w, w});
   // -try: a carve-out removed since resolve() is nothing left to protect, not a failure.

@@ -16,6 +16,7 @@ struct ExecRequest {
   std::vector<std::string> argv;                 // non-empty
   std::optional<std::vector<std::string>> env;   // "NAME=value"; nullopt: the manager's own
   std::string cwd;                               // empty: the manager's cwd
+  std::string sandbox_policy_cwd;                // what a sandbox's :cwd means; empty: `cwd`
   bool tty = false;                              // a PTY; otherwise pipes
   base::PtySize size{};                          // tty only
   bool stdin_pipe = false;                       // pipes only: a writable stdin

@@ -128,10 +128,11 @@ Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"})
     TRY(add(rs, dev, dev_rights(abi)));
   if (!view) {
-    // The host's own: new ptys, /proc, and a shared /dev/shm (the view makes its own).
+    // The host's own: /dev/ptmx (the command's own tty gets its rule in the child; other
+    // terminals under /dev/pts stay out of reach), /proc read-only (its sysctls are global),
+    // and a shared /dev/shm (the view makes a private one; here Python's semaphores need it).
     TRY(add(rs, "/dev/ptmx", dev_rights(abi)));
-    TRY(add(rs, "/dev/pts", dev_rights(abi)));
-    TRY(add(rs, "/proc", kReadFile | kReadDir | kWriteFile));
+    TRY(add(rs, "/proc", kReadFile | kReadDir));
     TRY(add(rs, "/dev/shm", all));
   }
   for (const auto& w : policy.writable) {

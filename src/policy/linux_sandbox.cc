@@ -24,12 +24,9 @@
 #include "policy/landlock.h"
 #include "policy/seccomp.h"
 
-#ifndef UEXEC_INIT_BUILD_PATH
-#define UEXEC_INIT_BUILD_PATH ""
-#endif
-#ifndef UEXEC_INIT_INSTALL_PATH
-#define UEXEC_INIT_INSTALL_PATH ""
-#endif
+// The uexec-init binary, embedded by embed_init.py.
+extern "C" const unsigned char uexec_init_blob[];
+extern "C" const unsigned char uexec_init_blob_end[];
 
 namespace uexec::policy {
 
@@ -82,6 +79,34 @@ int open_target(const char* path) noexcept {
   return fd;
 }
 
+// A detached clone of the mount tree at `path`, reached without following any symlink (a root
+// swapped for a symlink after resolve() fails the spawn instead of exposing the link's target).
+int clone_nofollow(const char* path, bool recursive) noexcept {
+  int at = open_target(path);
+  if (at < 0) return -1;
+  int fd = ::open_tree(at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0));
+  int err = errno;
+  ::close(at);
+  errno = err;
+  return fd;
+}
+
+// mkdir -p of `path`'s components below `/tmp` (a writable root inside a private /tmp).
+int make_dirs(const char* path) noexcept {
+  char buf[4096];
+  std::size_t n = std::strlen(path);
+  if (n >= sizeof buf) return ENAMETOOLONG;
+  std::memcpy(buf, path, n + 1);
+  for (std::size_t i = 1; i <= n; ++i) {
+    if (buf[i] != '/' && buf[i] != '\0') continue;
+    char saved = buf[i];
+    buf[i] = '\0';
+    if (::mkdir(buf, 0755) < 0 && errno != EEXIST) return errno;
+    buf[i] = saved;
+  }
+  return 0;
+}
+
 // Attach detached mount `src` at `path`; closes `src`.
 int attach(int src, const char* path) noexcept {
   int target = open_target(path);
@@ -129,7 +154,7 @@ int step_view(const void* arg, int tty) noexcept {
   if (::mount(nullptr, "/", nullptr, MS_REC | MS_SLAVE, nullptr) < 0) FAIL("/ (make slave)");
   // Clones taken before / turns read-only: detached clones keep their own flags.
   for (std::size_t i = 0; i < p->writable.size(); ++i) {
-    int fd = ::open_tree(AT_FDCWD, p->writable[i].c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    int fd = clone_nofollow(p->writable[i].c_str(), true);
     if (fd < 0) FAIL(p->writable[i].c_str());
     p->writable_fds[i] = fd;
   }
@@ -158,6 +183,10 @@ int step_view(const void* arg, int tty) noexcept {
     ro.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID;
     if (::mount_setattr(AT_FDCWD, "/", AT_RECURSIVE, &ro, sizeof ro) < 0) FAIL("/ (read-only)");
   }
+  // A private /tmp first, so that writable roots inside it are attached on top of it.
+  if (p->private_tmp &&
+      ::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=1g") < 0)
+    FAIL("/tmp (private tmpfs)");
   for (std::size_t i = 0; i < p->writable.size(); ++i) {
     int fd = p->writable_fds[i];
     p->writable_fds[i] = -1;
@@ -165,17 +194,19 @@ int step_view(const void* arg, int tty) noexcept {
       ::close(fd);
       FAIL_E(e, p->writable[i].c_str());
     }
-    if (int e = attach(fd, p->writable[i].c_str())) FAIL_E(e, p->writable[i].c_str());
+    const char* w = p->writable[i].c_str();
+    if (p->private_tmp && std::strncmp(w, "/tmp/", 5) == 0)
+      if (int e = make_dirs(w)) {
+        ::close(fd);
+        FAIL_E(e, w);
+      }
+    if (int e = attach(fd, w)) FAIL_E(e, w);
   }
-  if (p->private_tmp &&
-      ::mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=1g") < 0)
-    FAIL("/tmp (private tmpfs)");
   for (const auto& c : p->read_only) {
-    int fd = ::open_tree(AT_FDCWD, c.c_str(), OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-    if (fd < 0) {
-      if (errno == ENOENT) continue;  // removed since resolution: nothing left to protect
-      FAIL(c.c_str());
-    }
+    // A carve-out that vanished since resolve() fails the spawn: skipping it would let the
+    // command create it (a new .git/hooks) in a writable root.
+    int fd = clone_nofollow(c.c_str(), true);
+    if (fd < 0) FAIL(c.c_str());
     if (int e = set_attr(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV, true)) {
       ::close(fd);
       FAIL_E(e, c.c_str());
@@ -258,6 +289,20 @@ int step_view(const void* arg, int tty) noexcept {
     FAIL("/dev (read-only)");
   // We are pid 1 of the new pid namespace: its own /proc.
   if (::mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) < 0) FAIL("/proc");
+  // Its global knobs read-only: our uid 0 maps to the host's, and sysctls check only that
+  // (core_pattern would be a way out).
+  for (const char* k : {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"}) {
+    int fd = clone_nofollow(k, true);
+    if (fd < 0) {
+      if (errno == ENOENT) continue;
+      FAIL(k);
+    }
+    if (int e = set_attr(fd, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC, true)) {
+      ::close(fd);
+      FAIL_E(e, k);
+    }
+    if (int e = attach(fd, k)) FAIL_E(e, k);
+  }
 #undef FAIL
 #undef FAIL_E
   return 0;
@@ -360,41 +405,28 @@ struct Launch {
   std::shared_ptr<void> stubs;
 };
 
-// uexec-init as a sealed memfd, read once from next to our executable or the build tree.
+// uexec-init as a sealed memfd, copied once from the copy embedded in this executable
+// (embed_init.py): no file a sandbox could write decides what runs as pid 1.
 Result<int> init_fd() {
   static std::mutex mu;
   static int fd = -1;
-  static std::string error;
   std::lock_guard<std::mutex> lock(mu);
   if (fd >= 0) return fd;
-  if (!error.empty()) return Error{Errc::kPolicy, 0, error};
-  std::vector<std::string> candidates;
-  if (const char* env = std::getenv("UEXEC_INIT")) candidates.emplace_back(env);
-  char self[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n > 0) {
-    std::string exe(self, static_cast<std::size_t>(n));
-    candidates.push_back(exe.substr(0, exe.rfind('/')) + "/uexec-init");
+  UniqueFd mem(static_cast<int>(::syscall(SYS_memfd_create, "uexec-init", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
+  if (!mem) return Error::sys("memfd_create uexec-init");
+  const unsigned char* p = uexec_init_blob;
+  std::size_t left = static_cast<std::size_t>(uexec_init_blob_end - uexec_init_blob);
+  if (left == 0) return Error{Errc::kPolicy, 0, "BackendUnavailable: this build has no uexec-init"};
+  while (left > 0) {
+    ssize_t w = ::write(mem.get(), p, left);
+    if (w <= 0) return Error::sys("copy uexec-init");
+    p += w;
+    left -= static_cast<std::size_t>(w);
   }
-  candidates.emplace_back(UEXEC_INIT_BUILD_PATH);
-  candidates.emplace_back(UEXEC_INIT_INSTALL_PATH);
-  for (const auto& c : candidates) {
-    if (c.empty()) continue;
-    UniqueFd src(::open(c.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!src) continue;
-    UniqueFd mem(static_cast<int>(::syscall(SYS_memfd_create, "uexec-init", MFD_CLOEXEC | MFD_ALLOW_SEALING)));
-    if (!mem) return Error::sys("memfd_create uexec-init");
-    char buf[65536];
-    ssize_t r;
-    while ((r = ::read(src.get(), buf, sizeof buf)) > 0)
-      if (::write(mem.get(), buf, static_cast<std::size_t>(r)) != r) return Error::sys("copy uexec-init");
-    ::fchmod(mem.get(), 0555);
-    ::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-    fd = mem.release();
-    return fd;
-  }
-  error = "BackendUnavailable: uexec-init not found (set UEXEC_INIT, or install it next to uexec)";
-  return Error{Errc::kPolicy, 0, error};
+  ::fchmod(mem.get(), 0555);
+  ::fcntl(mem.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  fd = mem.release();
+  return fd;
 }
 
 // Can we make a user + mount + pid namespace and mount in it? (A child, once.)

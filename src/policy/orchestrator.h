@@ -20,7 +20,8 @@
 // The orchestrator runs nothing itself: a RunAttempt callback runs one SandboxAttempt (a
 // session through the ProcessManager, in production) and reports its outcome, so the same
 // state machine serves the MCP tools, exec/* and `uexec run --approval`. Single-threaded:
-// call it, and its callbacks, on the loop thread.
+// call it, and its callbacks, on the loop thread. It must outlive every call it runs (the
+// callbacks it hands out refer to it).
 #pragma once
 
 #include <functional>

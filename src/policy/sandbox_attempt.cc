@@ -110,7 +110,13 @@ Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) const {
     if (!::getcwd(buf, sizeof buf)) return Error::sys("getcwd");
     cwd = buf;
   }
-  ResolveInput in{cwd, spec.env, {}};
+  // The command always chdirs into the view: an inherited cwd would still point into the
+  // host's mount under the view (past read-only roots and deny-read masks).
+  spec.cwd = cwd;
+  // What :cwd and relative entries mean: the operator's workspace when the front door says so
+  // (a model's `workdir` must not choose the writable root), else the process's cwd.
+  std::string policy_cwd = req.sandbox_policy_cwd.empty() ? cwd : req.sandbox_policy_cwd;
+  ResolveInput in{policy_cwd, spec.env, {}};
   in.masks = kind_ != SandboxKind::kLinuxLandlock;  // it cannot mount masks
   auto policy = resolve(*profile_, in);
   if (!policy) return std::move(policy).error();

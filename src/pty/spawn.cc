@@ -143,22 +143,16 @@ int pid1_main(void* raw) noexcept {
   pid_t cmd = ::clone(child_main, a->command_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
   if (cmd < 0) child_fail(a, "clone command");
   if (a->failed_step) _exit(127);  // the command's process failed and is gone
-  // Become init: the status pipe on 3, /dev/null (of the view) on 0-2, nothing else open.
+  // Become init: the status pipe on 3, the seccomp listener on 4, the supervisor channel on 5,
+  // /dev/null (of the view) on 0-2, nothing else open. Everything moves above 9 first, so
+  // that no placement clobbers an fd still to be placed, whatever numbers they had.
   int init = ::fcntl(a->init_fd, F_DUPFD_CLOEXEC, 10);
-  if (init < 0) child_fail(a, "dup init");
-  if (a->status_fd == 3) {
-    ::fcntl(3, F_SETFD, 0);
-  } else if (::dup2(a->status_fd, 3) < 0) {
-    child_fail(a, "dup2 status");
-  }
-  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (null < 0) child_fail(a, "open /dev/null");
-  for (int fd = 0; fd < 3; ++fd)
-    if (::dup2(null, fd) < 0) child_fail(a, "dup2 /dev/null");
-  close_from(4, CLOSE_RANGE_CLOEXEC);
-  // The command's process sent us its seccomp listener (if it made one): init gets it on 4.
-  bool listener = false;
-  if (a->channel >= 0) {
+  int status = ::fcntl(a->status_fd, F_DUPFD_CLOEXEC, 10);
+  int channel = a->channel >= 0 ? ::fcntl(a->channel, F_DUPFD_CLOEXEC, 10) : -1;
+  if (init < 0 || status < 0 || (a->channel >= 0 && channel < 0)) child_fail(a, "dup init fds");
+  // The command's process sent us its seccomp listener (if it made one).
+  int listener = -1;
+  if (channel >= 0) {
     char byte;
     iovec iov{&byte, 1};
     alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
@@ -167,19 +161,33 @@ int pid1_main(void* raw) noexcept {
     msg.msg_iovlen = 1;
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
-    if (::recvmsg(a->channel, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) > 0) {
+    if (::recvmsg(channel, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) > 0) {
       cmsghdr* c = CMSG_FIRSTHDR(&msg);
       if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
         int fd;
         std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-        if (fd == 4) {
-          listener = ::fcntl(4, F_SETFD, 0) == 0;
-        } else {
-          listener = ::dup2(fd, 4) == 4;
-        }
+        listener = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+        ::close(fd);
       }
     }
   }
+  int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0) child_fail(a, "open /dev/null");
+  for (int fd = 0; fd < 3; ++fd)
+    if (::dup2(null, fd) < 0) child_fail(a, "dup2 /dev/null");
+  if (::dup2(status, 3) < 0) child_fail(a, "dup2 status");
+  if (listener >= 0) {
+    if (::dup2(listener, 4) < 0) child_fail(a, "dup2 listener");
+  } else {
+    ::close(4);
+  }
+  if (channel >= 0) {
+    if (::dup2(channel, 5) < 0) child_fail(a, "dup2 channel");
+  } else {
+    ::close(5);
+  }
+  close_from(6, CLOSE_RANGE_CLOEXEC);
+  bool control = channel >= 0;
   // itoa without allocation
   char digits[16];
   int n = 0;
@@ -187,17 +195,8 @@ int pid1_main(void* raw) noexcept {
   for (int i = 0; i < n; ++i) a->pid_text[i] = digits[n - 1 - i];
   a->pid_text[n] = '\0';
   char name[] = "uexec-init";
-  // The supervisor channel stays open for init as fd 5: mask requests from the manager.
-  bool control = false;
-  if (a->channel >= 0) {
-    if (a->channel == 5) {
-      control = ::fcntl(5, F_SETFD, 0) == 0;
-    } else {
-      control = ::dup2(a->channel, 5) == 5;
-    }
-  }
   char listener_fd[] = "4", control_fd[] = "5", dash[] = "-";
-  char* init_argv[] = {name, a->pid_text, listener ? listener_fd : dash, control ? control_fd : dash, nullptr};
+  char* init_argv[] = {name, a->pid_text, listener >= 0 ? listener_fd : dash, control ? control_fd : dash, nullptr};
   char* init_envp[] = {nullptr};
   sigset_t none;
   sigemptyset(&none);

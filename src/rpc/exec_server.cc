@@ -700,6 +700,7 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
       auto a = policy::SandboxAttempt::select((*sb)->profile, (*sb)->backend);
       if (!a) return unavailable(a.error());
       attempt = std::move(*a);
+      req.sandbox_policy_cwd = (*sb)->policy_cwd;
     }
   }
   if (server_.find_process(session_, pid)) {

@@ -138,7 +138,11 @@ Result<std::optional<SandboxRequest>> codex_shape(const json& sb, const std::str
           deny.push_back(is_glob ? t : t);
         } else if (access == "write") {
           any_write = true;
-          if (t != policy_cwd) writable.push_back(t);
+          if (t == policy_cwd) {
+            cwd_write = true;
+          } else {
+            writable.push_back(t);
+          }
         } else {
           read_only.push_back(t);
         }
@@ -162,6 +166,7 @@ Result<std::optional<SandboxRequest>> codex_shape(const json& sb, const std::str
   }
   r.profile.network = net == "enabled";
   r.profile.deny_read = deny;
+  r.policy_cwd = policy_cwd;
   return std::optional<SandboxRequest>(std::move(r));
 }
 

@@ -26,6 +26,7 @@ namespace uexec::rpc {
 struct SandboxRequest {
   policy::PermissionProfile profile;
   policy::Backend backend = policy::Backend::kAuto;
+  std::string policy_cwd;  // Codex's sandbox.cwd: what :cwd means (empty: the process cwd)
 };
 
 // nullopt: no sandbox asked for (absent, null, disabled, external). kInvalidArgument for a

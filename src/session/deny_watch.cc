@@ -165,13 +165,21 @@ void DenyReadWatcher::drain() {
     for (char* p = buf; p < buf + n;) {
       auto* ev = reinterpret_cast<inotify_event*>(p);
       p += sizeof(inotify_event) + ev->len;
+      if (ev->mask & IN_Q_OVERFLOW) {
+        // Events were lost: look at every watched directory again.
+        std::vector<Dir> all;
+        for (const auto& [wd, d] : dirs_) all.push_back(d);
+        for (const auto& d : all) (void)watch(d.path, d.depth, d.limit, true);
+        continue;
+      }
       auto it = dirs_.find(ev->wd);
       if (it == dirs_.end()) continue;
       if (ev->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF)) {
-        if (ev->mask & IN_IGNORED) {
-          wds_.erase(it->second.path);
-          dirs_.erase(it);
-        }
+        // Gone or moved: its path no longer names it. Where it went is watched through its
+        // new parent's IN_MOVED_TO (if that is watched), under its new path.
+        if (!(ev->mask & IN_IGNORED)) ::inotify_rm_watch(fd_.get(), ev->wd);
+        wds_.erase(it->second.path);
+        dirs_.erase(it);
         continue;
       }
       if (ev->len == 0) continue;

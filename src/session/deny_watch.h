@@ -12,8 +12,11 @@
 // the event (the target is 100 ms; docs/benchmarks.md measures it). This covers files the
 // sandbox creates itself: the writable roots are bind mounts of the same inodes.
 //
+// Best effort by nature: a process inside that opens a late file the moment it appears can
+// read it before the mask lands (the window is one loop turn); a queue overflow rescans.
 // More than 8192 watches refuses the session (kPolicy deny_read_index_unavailable) rather
-// than leave it unwatched. Loop thread only.
+// than leave it unwatched; watches are dropped when the last watching session ends.
+// Loop thread only.
 #pragma once
 
 #include <map>

@@ -134,6 +134,11 @@ check("stdin EOF: no session process is left", left === "", left);
   check("sandboxed exec_command: the denial is reported, not an error", !s.isError && text(s).includes("Sandbox denied: ") &&
     s.structuredContent?.exit_code === 1, text(s));
   check("nothing written outside", !fs.existsSync("/etc/uexec-mcp-x"));
+  // The model's workdir is where the command runs, not what the sandbox lets it write.
+  const elsewhere = fs.mkdtempSync("/var/tmp/uexec-mcp-other-");
+  s = await c2.callTool({ name: "exec_command", arguments: { cmd: "touch planted", workdir: elsewhere, login: false } });
+  check("workdir outside the workspace stays read-only", !fs.existsSync(elsewhere + "/planted") && text(s).includes("Read-only file system"), text(s));
+  fs.rmSync(elsewhere, { recursive: true, force: true });
   s = await c2.callTool({ name: "exec_command", arguments: { cmd: "true", sandbox_permissions: "require_escalated", justification: "test" } });
   check("require_escalated under policy never: a clear tool error", s.isError && text(s).includes("approval policy is never"), text(s));
   await c2.close();

@@ -142,6 +142,9 @@ def main():
         print("SKIP all rows: user namespaces do not work on this host (the namespace backend refuses)")
         return 0
     base = tempfile.mkdtemp(prefix="uexec-acceptance-", dir="/var/tmp")
+    # The probe runs from outside /tmp: a private /tmp would hide a build tree under /tmp.
+    shutil.copy2(probe, os.path.join(base, "sandbox-probe"))
+    probe = os.path.join(base, "sandbox-probe")
     host = Host(base)
     home = os.environ.get("HOME", "/root")
     counts = {"pass": 0, "fail": 0, "todo": 0, "skip": 0}

@@ -93,6 +93,12 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     if (!wo.host.empty() && wo.host.front() == '[') wo.host = wo.host.substr(1, wo.host.size() - 2);
     wo.port = colon == std::string::npos ? 0 : std::atoi(hostport.substr(colon + 1).c_str());
     if (const char* t = std::getenv("UEXEC_WS_TOKEN")) wo.token = t;
+    if (sandbox.profile && wo.token.empty()) {
+      // A sandboxed command with the network on could reach this port and start itself a
+      // process without the sandbox: a sandbox needs an authenticated listener.
+      std::fputs("uexec exec-server: --sandbox with --listen ws:// needs UEXEC_WS_TOKEN\n", stderr);
+      return kExitUsage;
+    }
     auto wss_owner = std::make_unique<web::WsServer>(loop, *server, wo);
     web::WsServer& wss = *wss_owner;
     if (auto r = wss.start(); !r) {
