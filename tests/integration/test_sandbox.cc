@@ -259,6 +259,26 @@ TEST_CASE("deny-read files that appear after launch are masked: by the host, by 
   CHECK(line == "own");
 }
 
+TEST_CASE("a private /tmp keeps a workspace that lives under /tmp, and nothing else of the host's") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  char tmpl[] = "/tmp/uexec-sbx-private-XXXXXX";
+  std::string ws = ::mkdtemp(tmpl);
+  std::ofstream(ws + "/../uexec-sbx-neighbour-" + std::to_string(::getpid())) << "host";
+  auto p = policy::PermissionProfile::for_mode(policy::SandboxMode::kWorkspaceWrite);
+  p.slash_tmp = policy::TmpPolicy::kPrivate;
+  auto req = request({"/bin/sh", "-c", "touch made && echo wrote; ls /tmp | wc -l"}, false);
+  req.cwd = ws;
+  auto& a = start_in(f, req, namespaces(p));
+  REQUIRE(f.wait_finished(a));
+  CHECK(a.verdict()->status.code == 0);
+  CHECK(all_output(a).find("wrote") != std::string::npos);
+  CHECK(all_output(a).find("\n1\n") != std::string::npos);  // /tmp holds only the workspace's path
+  CHECK(fs::exists(ws + "/made"));
+  fs::remove_all(ws);
+  fs::remove("/tmp/uexec-sbx-neighbour-" + std::to_string(::getpid()));
+}
+
 TEST_CASE("policy errors fail the spawn and name the cause; nothing runs unsandboxed") {
   if (!have_namespaces()) return;
   ManagerFixture f;

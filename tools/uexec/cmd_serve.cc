@@ -37,7 +37,9 @@ namespace uexec::cli {
 int cmd_serve(const std::vector<std::string>& args) {
   std::string socket_path = rpc::default_socket_path();
   std::string ws = "127.0.0.1:8022";
+  SandboxFlags sandbox;
   for (std::size_t i = 0; i < args.size(); ++i) {
+    if (sandbox.consume(args, i)) continue;
     if (args[i] == "--socket" && i + 1 < args.size()) {
       socket_path = args[++i];
     } else if (args[i] == "--ws" && i + 1 < args.size()) {
@@ -48,13 +50,18 @@ int cmd_serve(const std::vector<std::string>& args) {
       std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws]\n"
                  "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
                  "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (token in\n"
-                 "  <socket dir>/token). Stop it with SIGTERM or Ctrl-C.\n",
+                 "  <socket dir>/token). Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n",
                  stdout);
+      std::fputs(SandboxFlags::kHelp, stdout);
       return 0;
     } else {
       std::fprintf(stderr, "uexec serve: unknown argument %s\n", args[i].c_str());
       return kExitUsage;
     }
+  }
+  if (!sandbox.finish()) {
+    std::fprintf(stderr, "uexec serve: %s\n", sandbox.error.c_str());
+    return kExitUsage;
   }
   std::vector<std::string> env = process_environment();
   std::string cwd = current_directory();
@@ -64,6 +71,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   cfg.close_drain = std::chrono::milliseconds{1000};
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, env, cwd);
+  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend);
   rpc::ExecServerOptions opts;
   opts.daemon = true;
   auto server = std::make_unique<rpc::ExecServer>(*pm, exec.get(), env, cwd, opts);
