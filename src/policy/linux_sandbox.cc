@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <climits>
@@ -350,6 +351,7 @@ int step_privileges(const void* arg, int) noexcept {
 // still empty.
 class StubRegistry {
  public:
+  static constexpr const char* kStubMark = "user.uexec.stub";
   static StubRegistry& get() {
     static StubRegistry r;
     return r;
@@ -363,6 +365,14 @@ class StubRegistry {
         int err = errno;
         stubs_.erase(path);
         return Error::sys("create read-only stub " + path, err);
+      }
+      // Our stubs carry a mark, so that one left by a manager that died is recognised (and
+      // removed with its next user) instead of staying in the workspace for good.
+      if (e.created) {
+        ::setxattr(path.c_str(), kStubMark, "1", 1, 0);
+      } else {
+        char v[4];
+        e.created = ::getxattr(path.c_str(), kStubMark, v, sizeof v) > 0;
       }
     }
     ++e.users;

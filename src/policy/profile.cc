@@ -4,6 +4,7 @@
 #include <fnmatch.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -161,6 +162,22 @@ void scan(DenyScan& s, const std::string& dir, int depth, const std::vector<std:
     if (S_ISDIR(st.st_mode)) scan(s, path, depth + 1, pat);
   }
   ::closedir(d);
+}
+
+// An empty directory carrying uexec's stub mark (linux_sandbox.cc's StubRegistry).
+bool is_left_stub(const std::string& path, const struct stat& st) {
+  if (!S_ISDIR(st.st_mode)) return false;
+  char v[4];
+  if (::getxattr(path.c_str(), "user.uexec.stub", v, sizeof v) <= 0) return false;
+  DIR* d = ::opendir(path.c_str());
+  if (!d) return false;
+  bool empty = true;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view n = e->d_name;
+    if (n != "." && n != "..") empty = false;
+  }
+  ::closedir(d);
+  return empty;
 }
 
 void sort_unique(std::vector<std::string>& v) {
@@ -325,6 +342,10 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
         continue;
       }
       if (S_ISLNK(st.st_mode)) return policy_error("SymlinkedCarveOut: " + path + " is a symlink");
+      if (is_left_stub(path, st)) {
+        r.stubs.push_back(path);  // one of ours that a dead manager left: reused, then removed
+        continue;
+      }
       r.read_only.push_back(path);
       if (name == ".git" && S_ISREG(st.st_mode)) add_gitdir_targets(path, r.read_only);
     }

@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -328,6 +329,23 @@ TEST_CASE("100 sandboxed spawns leave no zombie, no extra fd and no stub behind"
     CHECK(count_open_fds() == fds_before);
   }
   CHECK(fs::is_empty(s.ws()));  // the .codex/.uexec/… stubs went with their last session
+
+  // A stub left behind by a manager that died (it carries uexec's mark) goes with the next
+  // session; a directory of the user's with the same name stays.
+  fs::create_directory(s.ws() + "/.codex");
+  ::setxattr((s.ws() + "/.codex").c_str(), "user.uexec.stub", "1", 1, 0);
+  fs::create_directory(s.ws() + "/.agents");
+  {
+    ManagerFixture f;
+    auto req = request({"/bin/true"});
+    req.cwd = s.ws();
+    auto& a = start_in(f, req, namespaces());
+    REQUIRE(f.wait_finished(a));
+    f.pm->remove(a.id());
+    f.run_for(std::chrono::milliseconds{5});
+  }
+  CHECK_FALSE(fs::exists(s.ws() + "/.codex"));
+  CHECK(fs::exists(s.ws() + "/.agents"));
 }
 
 TEST_CASE("orchestrator with a real runner: on-failure retries a denied write once, unsandboxed") {
