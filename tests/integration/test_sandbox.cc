@@ -8,6 +8,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -128,6 +129,32 @@ TEST_CASE("job control inside the sandbox: bash -i keeps its tty, Ctrl-C interru
   REQUIRE(a.write(std::string_view("exit 5\n")));
   REQUIRE(f.wait_finished(a));
   CHECK(a.verdict()->status.code == 5);
+}
+
+TEST_CASE("fds: the command sees only 0-2; init holds exactly its status pipe, listener and channel") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  auto p = policy::PermissionProfile::for_mode(policy::SandboxMode::kWorkspaceWrite);
+  p.deny_read = {"*.env"};  // the channel to init is in use
+  auto req = request({"/bin/sh", "-c", "ls /proc/$$/fd | tr '\\n' ' '; echo; sleep 100"}, false);
+  req.cwd = s.ws();
+  auto& a = start_in(f, req, namespaces(p));
+  REQUIRE(f.wait_output(a, "\n"));
+  CHECK(all_output(a).rfind("0 1 2 ", 0) == 0);  // sh's own: 0, 1, 2 (and 10 for ls's redirection at most)
+  CHECK(all_output(a).find("0 1 2 \n") != std::string::npos);
+  // init is the session's pid on the host.
+  std::vector<std::string> fds;
+  for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(a.pid()) + "/fd"))
+    fds.push_back(e.path().filename().string());
+  std::sort(fds.begin(), fds.end(), [](const std::string& x, const std::string& y) { return std::stoi(x) < std::stoi(y); });
+  // 0-2 /dev/null, 3 status, 4 seccomp listener, 5 channel, and the detached tmpfs its late
+  // masks come from (deny-read is configured): nothing of the manager's.
+  REQUIRE(fds.size() == 7);
+  CHECK(std::vector<std::string>(fds.begin(), fds.begin() + 6) == std::vector<std::string>{"0", "1", "2", "3", "4", "5"});
+  CHECK(fs::read_symlink("/proc/" + std::to_string(a.pid()) + "/fd/" + fds[6]) == "/");
+  a.terminate();
+  REQUIRE(f.wait_finished(a));
 }
 
 TEST_CASE("terminate reaches the command through init, and SIGKILL to init ends the sandbox") {
