@@ -82,11 +82,6 @@ Result<void> add(const LandlockRuleset& rs, const std::string& path, std::uint64
   return {};
 }
 
-bool within(const std::string& path, const std::string& root) {
-  if (root == "/") return true;
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          path[root.size()] == '/');
-}
 
 }  // namespace
 
@@ -138,7 +133,7 @@ Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view
   for (const auto& w : policy.writable) {
     bool has_carve_out = false;
     for (const auto* v : {&policy.read_only, &policy.stubs})
-      for (const auto& c : *v) has_carve_out = has_carve_out || (c != w && within(c, w));
+      for (const auto& c : *v) has_carve_out = has_carve_out || (c != w && path_within(c, w));
     if (view || !has_carve_out) {
       TRY(add(rs, w, all));
       continue;
@@ -155,7 +150,7 @@ Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view
       std::string path = (w == "/" ? "" : w) + "/" + name;
       bool carved = false;
       for (const auto* v : {&policy.read_only, &policy.stubs})
-        for (const auto& c : *v) carved = carved || within(c, path);
+        for (const auto& c : *v) carved = carved || path_within(c, path);
       if (carved) continue;
       if (++n > kMaxSiblings) {
         res = Error{Errc::kPolicy, 0, "PolicyNotExpressible: " + w + " has more than 4096 entries beside its "

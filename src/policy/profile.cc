@@ -97,27 +97,6 @@ std::string real(const std::string& p) {
   return ::realpath(p.c_str(), buf) ? std::string(buf) : p;
 }
 
-// Is `path` equal to `root` or beneath it (by components)?
-bool within(const std::string& path, const std::string& root) {
-  if (root == "/") return true;
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          path[root.size()] == '/');
-}
-
-bool has_glob(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
-
-std::vector<std::string_view> split(std::string_view s) {
-  std::vector<std::string_view> out;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    while (i < s.size() && s[i] == '/') ++i;
-    std::size_t j = s.find('/', i);
-    if (j == std::string_view::npos) j = s.size();
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
 
 bool match_parts(const std::vector<std::string_view>& pat, std::size_t pi,
                  const std::vector<std::string_view>& path, std::size_t si) {
@@ -154,7 +133,7 @@ void scan(DenyScan& s, const std::string& dir, int depth, const std::vector<std:
     std::string path = dir == "/" ? "/" + std::string(name) : dir + "/" + std::string(name);
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) continue;
-    auto parts = split(path);
+    auto parts = path_components(path);
     if (match_parts(pat, 0, parts, 0)) {
       (S_ISDIR(st.st_mode) ? s.out->deny_dirs : s.out->deny_files).push_back(path);
       continue;  // a masked directory hides everything below it
@@ -226,9 +205,9 @@ void sweep_sockets(const PermissionProfile& p, ResolvedPolicy& r) {
     if (::stat(raw.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     std::string path = real(raw);
     bool keep = false;
-    for (const auto& w : r.writable) keep = keep || within(path, w);
-    for (const auto& h : r.hide_dirs) keep = keep || within(path, h);
-    for (const auto& a : p.allow_unix_sockets) keep = keep || within(path, a);
+    for (const auto& w : r.writable) keep = keep || path_within(path, w);
+    for (const auto& h : r.hide_dirs) keep = keep || path_within(path, h);
+    for (const auto& a : p.allow_unix_sockets) keep = keep || path_within(path, a);
     if (keep) continue;
     if (r.hide_files.size() >= kMaxSocketMasks) {
       r.socket_sweep_truncated = true;
@@ -260,7 +239,7 @@ std::uint64_t fingerprint(const ResolvedPolicy& r) {
 Result<std::string> canonical_root(const std::string& path, const std::string& base) {
   std::string abs = absolute(path, base);
   std::string prefix;
-  for (auto part : split(abs)) {
+  for (auto part : path_components(abs)) {
     prefix += "/" + std::string(part);
     struct stat st {};
     if (::lstat(prefix.c_str(), &st) != 0) {
@@ -284,9 +263,30 @@ Result<std::string> canonical_root(const std::string& path, const std::string& b
   return prefix.empty() ? std::string("/") : prefix;
 }
 
+bool path_within(std::string_view path, std::string_view root) noexcept {
+  if (root == "/") return true;
+  return path == root ||
+         (path.size() > root.size() && path.substr(0, root.size()) == root && path[root.size()] == '/');
+}
+
+bool has_glob_chars(std::string_view s) noexcept { return s.find_first_of("*?[") != std::string_view::npos; }
+
+std::vector<std::string_view> path_components(std::string_view s) {
+  std::vector<std::string_view> out;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && s[i] == '/') ++i;
+    std::size_t j = s.find('/', i);
+    if (j == std::string_view::npos) j = s.size();
+    if (j > i) out.push_back(s.substr(i, j - i));
+    i = j;
+  }
+  return out;
+}
+
 bool glob_match(std::string_view pattern, std::string_view path) noexcept {
   try {
-    return match_parts(split(pattern), 0, split(path), 0);
+    return match_parts(path_components(pattern), 0, path_components(path), 0);
   } catch (...) {
     return false;
   }
@@ -318,7 +318,7 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
       std::string tmpdir = env_get(in.env, "TMPDIR");
       if (!tmpdir.empty() && exists(tmpdir)) {
         std::string t = real(tmpdir);
-        if (!within(t, "/tmp")) {
+        if (!path_within(t, "/tmp")) {
           r.writable.push_back(t);
           tmp_roots.push_back(t);
         }
@@ -380,14 +380,14 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
       if (d.empty() || ::stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
       std::string c = real(d);
       bool allowed = false;
-      for (const auto& a : p.allow_unix_sockets) allowed = allowed || within(a, c);
+      for (const auto& a : p.allow_unix_sockets) allowed = allowed || path_within(a, c);
       if (!allowed || c == real(control) || c == real(state)) r.hide_dirs.push_back(c);
     }
     sort_unique(r.hide_dirs);
     // A directory inside a hidden one is hidden with it (and could not be masked again).
     for (std::size_t i = 1; i < r.hide_dirs.size();) {
       bool nested = false;
-      for (std::size_t j = 0; j < i; ++j) nested = nested || within(r.hide_dirs[i], r.hide_dirs[j]);
+      for (std::size_t j = 0; j < i; ++j) nested = nested || path_within(r.hide_dirs[i], r.hide_dirs[j]);
       if (nested) {
         r.hide_dirs.erase(r.hide_dirs.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
@@ -402,8 +402,8 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
       if (f.empty() || ::stat(f.c_str(), &st) != 0 || S_ISDIR(st.st_mode)) continue;
       std::string c = real(f);
       bool skip = false;
-      for (const auto& h : r.hide_dirs) skip = skip || within(c, h);
-      for (const auto& a : p.allow_unix_sockets) skip = skip || within(c, a);
+      for (const auto& h : r.hide_dirs) skip = skip || path_within(c, h);
+      for (const auto& a : p.allow_unix_sockets) skip = skip || path_within(c, a);
       if (!skip) r.hide_files.push_back(c);
     }
     sweep_sockets(p, r);
@@ -413,18 +413,18 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
   for (const auto& g : p.deny_read) {
     std::string pat = (g.rfind("~/", 0) == 0 && !home.empty()) ? home + g.substr(1) : g;
     pat = (pat[0] == '/') ? pat : in.cwd + "/" + pat;
-    r.deny_patterns.push_back(has_glob(pat) ? pat : absolute(pat, "/"));
-    if (!has_glob(pat)) {
+    r.deny_patterns.push_back(has_glob_chars(pat) ? pat : absolute(pat, "/"));
+    if (!has_glob_chars(pat)) {
       std::string path = absolute(pat, "/");
       struct stat st {};
       if (::stat(path.c_str(), &st) != 0) continue;  // missing: nothing to mask yet
       (S_ISDIR(st.st_mode) ? r.deny_dirs : r.deny_files).push_back(real(path));
       continue;
     }
-    auto parts = split(pat);
+    auto parts = path_components(pat);
     std::string base;
     for (auto part : parts) {
-      if (has_glob(part)) break;
+      if (has_glob_chars(part)) break;
       base += "/" + std::string(part);
     }
     if (base.empty()) base = "/";
@@ -438,13 +438,13 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
   for (auto* v : {&r.deny_files, &r.deny_dirs})
     std::erase_if(*v, [&r](const std::string& s) {
       for (const auto& h : r.hide_dirs)
-        if (within(s, h)) return true;
+        if (path_within(s, h)) return true;
       return false;
     });
   if (r.private_tmp) {
     // A private /tmp shows nothing of the host's: no masks are needed (or possible) there.
     for (auto* v : {&r.deny_files, &r.deny_dirs, &r.hide_dirs, &r.hide_files})
-      std::erase_if(*v, [](const std::string& s) { return within(s, "/tmp"); });
+      std::erase_if(*v, [](const std::string& s) { return path_within(s, "/tmp"); });
   }
   for (auto* v : {&r.read_only, &r.stubs, &r.deny_files, &r.deny_dirs, &r.hide_files}) sort_unique(*v);
   r.fingerprint = fingerprint(r);

@@ -90,4 +90,12 @@ struct ResolveInput {
 // Does `path` match glob `pattern` ('*', '?', '[…]' within a component; '**' any depth)?
 bool glob_match(std::string_view pattern, std::string_view path) noexcept;
 
+// Path helpers shared by the backends and the deny-read watcher (canonical absolute paths).
+// Is `path` equal to `root` or beneath it, by components ("/a/bc" is not beneath "/a/b")?
+bool path_within(std::string_view path, std::string_view root) noexcept;
+// Does `s` (a path or a component) contain glob characters ('*', '?', '[')?
+bool has_glob_chars(std::string_view s) noexcept;
+// The non-empty components of `path`: "/a//b/" gives {"a", "b"}. Views into `path`.
+std::vector<std::string_view> path_components(std::string_view path);
+
 }  // namespace uexec::policy

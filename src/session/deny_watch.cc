@@ -22,24 +22,9 @@ namespace {
 
 constexpr std::uint32_t kEvents = IN_CREATE | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF;
 
-bool has_glob(std::string_view s) { return s.find_first_of("*?[") != std::string_view::npos; }
-
-std::vector<std::string> components(const std::string& p) {
-  std::vector<std::string> out;
-  std::size_t i = 0;
-  while (i < p.size()) {
-    while (i < p.size() && p[i] == '/') ++i;
-    std::size_t j = p.find('/', i);
-    if (j == std::string::npos) j = p.size();
-    if (j > i) out.push_back(p.substr(i, j - i));
-    i = j;
-  }
-  return out;
-}
-
-std::string join(const std::vector<std::string>& parts, std::size_t n) {
+std::string join(const std::vector<std::string_view>& parts, std::size_t n) {
   std::string s;
-  for (std::size_t i = 0; i < n; ++i) s += "/" + parts[i];
+  for (std::size_t i = 0; i < n; ++i) (s += '/') += parts[i];
   return s.empty() ? "/" : s;
 }
 
@@ -109,9 +94,9 @@ Result<void> DenyReadWatcher::add(const std::string& id, const std::vector<std::
   if (auto r = ensure_open(); !r) return r;
   sessions_[id] = Entry{patterns, channel};
   for (const auto& p : patterns) {
-    auto parts = components(p);
+    auto parts = policy::path_components(p);
     std::size_t base = 0;
-    while (base < parts.size() && !has_glob(parts[base])) ++base;
+    while (base < parts.size() && !policy::has_glob_chars(parts[base])) ++base;
     bool deep = std::find(parts.begin(), parts.end(), "**") != parts.end();
     // The static prefix; a literal path's parent. Directories below it that can matter.
     std::size_t prefix = std::min(base, parts.empty() ? 0 : parts.size() - 1);
