@@ -1,32 +1,13 @@
-// Golden tests: texts that must not drift by a byte. A mismatch prints both; run with
-// UEXEC_UPDATE_GOLDEN=1 to rewrite the file on purpose.
+// Golden tests: texts that must not drift by a byte (helpers/golden.h).
 #include <doctest/doctest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "agent/envelope.h"
+#include "helpers/golden.h"
 
 using namespace uexec::agent;
-
-namespace {
-void check_golden(const std::string& name, const std::string& actual) {
-  const char* dir = std::getenv("UEXEC_GOLDEN_DIR");
-  REQUIRE_MESSAGE(dir != nullptr, "UEXEC_GOLDEN_DIR is not set");
-  std::string path = std::string(dir) + "/" + name;
-  if (std::getenv("UEXEC_UPDATE_GOLDEN")) {
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "missing golden file " << path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  CHECK_MESSAGE(ss.str() == actual, "golden mismatch: " << path);
-}
-}  // namespace
+using uexec::test::check_golden;
 
 TEST_CASE("a large-output envelope equals its golden file byte for byte") {
   // 3000 numbered lines with multi-byte text, truncated to 1000 tokens.

@@ -12,30 +12,18 @@
 #include <sstream>
 #include <string>
 
+#include "helpers/golden.h"
 #include "policy/bwrap.h"
 #include "policy/denial.h"
 #include "policy/profile.h"
 #include "policy/sandbox_attempt.h"
 
 using namespace uexec::policy;
+using uexec::test::check_golden;
 namespace fs = std::filesystem;
 
 namespace {
 
-void check_golden(const std::string& rel, const std::string& actual) {
-  const char* dir = std::getenv("UEXEC_GOLDEN_DIR");
-  REQUIRE_MESSAGE(dir != nullptr, "UEXEC_GOLDEN_DIR is not set");
-  std::string path = std::string(dir) + "/../policy/golden/" + rel;
-  if (std::getenv("UEXEC_UPDATE_GOLDEN")) {
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "missing golden file " << path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  CHECK_MESSAGE(ss.str() == actual, "golden mismatch: " << path << "\n" << actual);
-}
 
 ExecOutput out(int code, std::string err = "", std::string so = "", std::string agg = "") {
   return ExecOutput{code, std::move(so), std::move(err), std::move(agg)};
@@ -281,35 +269,35 @@ BwrapInput golden_input() {
 TEST_CASE("bwrap argv goldens") {
   SUBCASE("read-only") {
     ResolvedPolicy p;
-    check_golden("bwrap/read-only.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("../policy/golden/bwrap/read-only.argv", lines(bwrap_argv(p, golden_input())));
   }
-  SUBCASE("workspace-write") { check_golden("bwrap/workspace-write.argv", lines(bwrap_argv(golden_policy(), golden_input()))); }
+  SUBCASE("workspace-write") { check_golden("../policy/golden/bwrap/workspace-write.argv", lines(bwrap_argv(golden_policy(), golden_input()))); }
   SUBCASE("network on") {
     auto p = golden_policy();
     p.network = true;
-    check_golden("bwrap/network-on.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("../policy/golden/bwrap/network-on.argv", lines(bwrap_argv(p, golden_input())));
   }
   SUBCASE("deny-read") {
     auto p = golden_policy();
     p.deny_files = {"/home/u/proj/.env"};
     p.deny_dirs = {"/home/u/proj/secrets"};
-    check_golden("bwrap/deny-read.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("../policy/golden/bwrap/deny-read.argv", lines(bwrap_argv(p, golden_input())));
   }
   SUBCASE("missing stubs") {
     auto p = golden_policy();
     p.stubs = {"/home/u/proj/.agents", "/home/u/proj/.codex", "/home/u/proj/.uexec"};
-    check_golden("bwrap/missing-stubs.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("../policy/golden/bwrap/missing-stubs.argv", lines(bwrap_argv(p, golden_input())));
   }
   SUBCASE("private tmp") {
     auto p = golden_policy();
     p.writable = {"/home/u/proj"};
     p.private_tmp = true;
-    check_golden("bwrap/private-tmp.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("../policy/golden/bwrap/private-tmp.argv", lines(bwrap_argv(p, golden_input())));
   }
   SUBCASE("hidden sockets") {
     auto p = golden_policy();
     p.hide_dirs = {"/run/user/1000"};
     p.hide_files = {"/run/dbus/system_bus_socket", "/run/docker.sock"};
-    check_golden("bwrap/hidden-sockets.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("../policy/golden/bwrap/hidden-sockets.argv", lines(bwrap_argv(p, golden_input())));
   }
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "helpers/golden.h"
 #include "policy/seatbelt.h"
 
 using namespace uexec::policy;
@@ -20,18 +21,7 @@ using namespace uexec::policy;
 namespace {
 
 void check_golden_file(const std::string& rel, const std::string& actual) {
-  const char* dir = std::getenv("UEXEC_GOLDEN_DIR");
-  REQUIRE_MESSAGE(dir != nullptr, "UEXEC_GOLDEN_DIR is not set");
-  std::string path = std::string(dir) + "/../policy/golden/seatbelt/" + rel;
-  if (std::getenv("UEXEC_UPDATE_GOLDEN")) {
-    std::ofstream(path, std::ios::binary) << actual;
-    return;
-  }
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE_MESSAGE(in.good(), "missing golden file " << path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  CHECK_MESSAGE(ss.str() == actual, "golden mismatch: " << path << "\n" << actual);
+  uexec::test::check_golden("../policy/golden/seatbelt/" + rel, actual);
 }
 
 std::string args_text(const SeatbeltPolicy& p) {
