@@ -73,9 +73,6 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kCodexRel =
-    "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
-
 // ---------------------------------------------------------------------------------------
 // Process clean-up.
 
@@ -744,25 +741,6 @@ std::string abs3(const char* unit, const std::vector<double>& v, int prec = 2) {
   return fmt::format("{:.{}f}/{:.{}f}/{:.{}f} {}", s.min, prec, s.median, prec, s.max, prec, unit);
 }
 
-std::string dirname_of(const std::string& p) {
-  auto slash = p.rfind('/');
-  return slash == std::string::npos ? "." : p.substr(0, slash);
-}
-
-bool is_exec(const std::string& p) {
-  struct stat st{};
-  return !p.empty() && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-}
-
-// The source directory recorded by meson in <build>/meson-info/meson-info.json.
-std::string source_root(const std::string& build) {
-  std::ifstream in(build + "/meson-info/meson-info.json");
-  if (!in) return "";
-  json j = json::parse(in, nullptr, false);
-  if (j.is_discarded()) return "";
-  return j.value(json::json_pointer("/directories/source"), std::string());
-}
-
 // Writes `bytes` of 80-column lines (79 'x' + '\n'); returns the bytes a cooked tty turns
 // them into (each '\n' becomes "\r\n").
 std::uint64_t make_lines_file(const std::string& path, std::uint64_t bytes) {
@@ -816,27 +794,7 @@ int bench_main(int argc, char** argv) {
   if (!is_exec(uexec_path)) die("uexec not found at " + uexec_path + " (use --uexec PATH)");
 
   std::vector<std::string> searched;
-  if (codex_path.empty()) {
-    std::vector<std::string> cands;
-    if (const char* e = std::getenv("UEXEC_BENCH_CODEX")) cands.emplace_back(e);
-    std::string src = source_root(build);
-    if (!src.empty()) cands.push_back(src + "/tests/conformance/" + kCodexRel);
-    cands.push_back(build + "/bench/peers/" + kCodexRel);
-    if (const char* e = std::getenv("UEXEC_BENCH_PEERS")) cands.push_back(std::string(e) + "/" + kCodexRel);
-    cands.push_back(build + "/peers/" + kCodexRel);
-    cands.push_back(std::string("tests/conformance/") + kCodexRel);
-    cands.push_back(std::string("build/bench/peers/") + kCodexRel);
-    for (auto& c : cands) {
-      searched.push_back(c);
-      if (is_exec(c)) {
-        codex_path = c;
-        break;
-      }
-    }
-  } else {
-    searched.push_back(codex_path);
-    if (!is_exec(codex_path)) codex_path.clear();
-  }
+  codex_path = find_codex(build, codex_path, searched);
   bool have_codex = !codex_path.empty();
   std::string skip_note;
   if (!have_codex) {

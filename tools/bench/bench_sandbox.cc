@@ -67,9 +67,6 @@
 namespace uexec::bench {
 namespace {
 
-constexpr const char* kCodexRel =
-    "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
-
 std::vector<std::string> g_cleanup;  // temp directories removed at exit
 
 void cleanup() {
@@ -78,24 +75,6 @@ void cleanup() {
     std::filesystem::remove_all(d, ec);
   }
   g_cleanup.clear();
-}
-
-bool is_exec(const std::string& p) {
-  struct stat st{};
-  return !p.empty() && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
-}
-
-std::string dirname_of(const std::string& p) {
-  auto i = p.rfind('/');
-  return i == std::string::npos ? "." : i == 0 ? "/" : p.substr(0, i);
-}
-
-std::string source_root(const std::string& build) {
-  std::ifstream in(build + "/meson-info/meson-info.json");
-  if (!in) return "";
-  auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded()) return "";
-  return j.value(nlohmann::json::json_pointer("/directories/source"), std::string());
 }
 
 std::string make_temp_dir(const std::string& base, const char* prefix) {
@@ -292,29 +271,8 @@ int bench_main(const Options& o) {
       v.ok = false;
       v.note = "skipped: --no-codex";
     } else {
-      if (codex_path.empty()) {
-        std::string self = self_exe();
-        std::string build = dirname_of(dirname_of(dirname_of(self)));  // <build>/tools/bench/bench_sandbox
-        std::vector<std::string> cands;
-        if (const char* e = std::getenv("UEXEC_BENCH_CODEX")) cands.emplace_back(e);
-        std::string src = source_root(build);
-        if (!src.empty()) cands.push_back(src + "/tests/conformance/" + kCodexRel);
-        cands.push_back(build + "/bench/peers/" + kCodexRel);
-        if (const char* e = std::getenv("UEXEC_BENCH_PEERS")) cands.push_back(std::string(e) + "/" + kCodexRel);
-        cands.push_back(build + "/peers/" + kCodexRel);
-        cands.push_back(std::string("tests/conformance/") + kCodexRel);
-        cands.push_back(std::string("build/bench/peers/") + kCodexRel);
-        for (auto& c : cands) {
-          searched.push_back(c);
-          if (is_exec(c)) {
-            codex_path = c;
-            break;
-          }
-        }
-      } else {
-        searched.push_back(codex_path);
-        if (!is_exec(codex_path)) codex_path.clear();
-      }
+      std::string build = dirname_of(dirname_of(dirname_of(self_exe())));  // <build>/tools/bench/bench_sandbox
+      codex_path = find_codex(build, codex_path, searched);
       if (codex_path.empty()) {
         std::string list;
         for (auto& c : searched) list += (list.empty() ? "" : ", ") + c;

@@ -25,6 +25,7 @@
 #include <spawn.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -425,6 +426,52 @@ inline std::string which(const std::string& name) {
   while (std::getline(ss, dir, ':')) {
     std::string c = (dir.empty() ? "." : dir) + "/" + name;
     if (::access(c.c_str(), X_OK) == 0) return c;
+  }
+  return "";
+}
+
+inline bool is_exec(const std::string& p) {
+  struct stat st {};
+  return !p.empty() && ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+}
+
+inline std::string dirname_of(const std::string& p) {
+  auto i = p.rfind('/');
+  return i == std::string::npos ? "." : i == 0 ? "/" : p.substr(0, i);
+}
+
+// The source directory recorded by meson in <build>/meson-info/meson-info.json.
+inline std::string source_root(const std::string& build) {
+  std::ifstream in(build + "/meson-info/meson-info.json");
+  if (!in) return "";
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) return "";
+  return j.value(nlohmann::json::json_pointer("/directories/source"), std::string());
+}
+
+inline constexpr const char* kCodexRel =
+    "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
+
+// The Codex 0.169.0 binary (the peer of bench_rpc and bench_sandbox): `given` when set, else
+// $UEXEC_BENCH_CODEX, tests/conformance's pinned install, the peers directories. Empty when
+// none is executable; every place looked at is appended to `searched`.
+inline std::string find_codex(const std::string& build, const std::string& given, std::vector<std::string>& searched) {
+  std::vector<std::string> cands;
+  if (!given.empty()) {
+    cands.push_back(given);
+  } else {
+    if (const char* e = std::getenv("UEXEC_BENCH_CODEX")) cands.emplace_back(e);
+    std::string src = source_root(build);
+    if (!src.empty()) cands.push_back(src + "/tests/conformance/" + kCodexRel);
+    cands.push_back(build + "/bench/peers/" + kCodexRel);
+    if (const char* e = std::getenv("UEXEC_BENCH_PEERS")) cands.push_back(std::string(e) + "/" + kCodexRel);
+    cands.push_back(build + "/peers/" + kCodexRel);
+    cands.push_back(std::string("tests/conformance/") + kCodexRel);
+    cands.push_back(std::string("build/bench/peers/") + kCodexRel);
+  }
+  for (auto& c : cands) {
+    searched.push_back(c);
+    if (is_exec(c)) return c;
   }
   return "";
 }
