@@ -13,12 +13,13 @@
 
 #include <linux/netlink.h>
 
-#include <sys/uio.h>
 
 #include <array>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+
+#include "base/fd_passing.h"
 
 namespace uexec::policy {
 
@@ -176,20 +177,7 @@ int apply_seccomp_notify(const void* arg, int) noexcept {
     return 0;
   }
   int fd = static_cast<int>(listener);
-  char byte = 'L';
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  int err = ::sendmsg(st->channel, &msg, MSG_NOSIGNAL) < 0 ? errno : 0;
+  int err = base::send_fd(st->channel, fd);
   ::close(fd);
   return err;
 }

@@ -7,7 +7,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -20,6 +19,8 @@
 #endif
 #include <cstdlib>
 #include <cstring>
+
+#include "base/fd_passing.h"
 
 namespace uexec::pty {
 
@@ -153,22 +154,10 @@ int pid1_main(void* raw) noexcept {
   // The command's process sent us its seccomp listener (if it made one).
   int listener = -1;
   if (channel >= 0) {
-    char byte;
-    iovec iov{&byte, 1};
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
-    if (::recvmsg(channel, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) > 0) {
-      cmsghdr* c = CMSG_FIRSTHDR(&msg);
-      if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-        int fd;
-        std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-        listener = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
-        ::close(fd);
-      }
+    int fd = base::recv_fd(channel);
+    if (fd >= 0) {
+      listener = ::fcntl(fd, F_DUPFD_CLOEXEC, 10);
+      ::close(fd);
     }
   }
   int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
