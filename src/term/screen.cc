@@ -1,0 +1,459 @@
+#include "term/screen.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#ifdef UEXEC_HAVE_VTERM
+#include <vterm.h>
+#endif
+
+namespace uexec::term {
+
+using base::Error;
+using base::Result;
+
+namespace {
+
+constexpr std::size_t kMaxScrollbackLine = 4096;  // bytes kept of one scrolled-off line
+constexpr std::size_t kMaxCsi = 64;               // longer CSI sequences are not ours
+constexpr std::size_t kMaxTitle = 1024;
+
+unsigned short clamp_dim(unsigned short v) { return static_cast<unsigned short>(std::clamp<int>(v, 1, 1000)); }
+
+void put_utf8(std::string& out, std::uint32_t cp) {
+  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+void rtrim(std::string& s) {
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+}
+
+}  // namespace
+
+#ifdef UEXEC_HAVE_VTERM
+
+namespace {
+
+constexpr std::uint32_t kWideContinuation = 0xFFFFFFFFu;  // libvterm's cell right of a wide one
+
+// One cell's characters (base + combining) as UTF-8; an empty cell is a space.
+void cell_text(std::string& out, const VTermScreenCell& cell) {
+  if (cell.chars[0] == 0) {
+    out += ' ';
+    return;
+  }
+  for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i] != 0; ++i) put_utf8(out, cell.chars[i]);
+}
+
+// The pen of a cell, compared and rendered as one SGR.
+struct Pen {
+  VTermScreenCellAttrs attrs{};
+  VTermColor fg{}, bg{};
+};
+
+bool same_color(const VTermColor& a, const VTermColor& b) {
+  if (VTERM_COLOR_IS_DEFAULT_FG(&a) != VTERM_COLOR_IS_DEFAULT_FG(&b)) return false;
+  if (VTERM_COLOR_IS_DEFAULT_BG(&a) != VTERM_COLOR_IS_DEFAULT_BG(&b)) return false;
+  if (VTERM_COLOR_IS_DEFAULT_FG(&a) || VTERM_COLOR_IS_DEFAULT_BG(&a)) return true;
+  if (VTERM_COLOR_IS_INDEXED(&a) != VTERM_COLOR_IS_INDEXED(&b)) return false;
+  if (VTERM_COLOR_IS_INDEXED(&a)) return a.indexed.idx == b.indexed.idx;
+  return a.rgb.red == b.rgb.red && a.rgb.green == b.rgb.green && a.rgb.blue == b.rgb.blue;
+}
+
+bool same_pen(const Pen& a, const Pen& b) {
+  return a.attrs.bold == b.attrs.bold && a.attrs.underline == b.attrs.underline && a.attrs.italic == b.attrs.italic &&
+         a.attrs.blink == b.attrs.blink && a.attrs.reverse == b.attrs.reverse && a.attrs.strike == b.attrs.strike &&
+         same_color(a.fg, b.fg) && same_color(a.bg, b.bg);
+}
+
+void color_sgr(std::string& out, const VTermColor& c, bool fg) {
+  if (VTERM_COLOR_IS_DEFAULT_FG(&c) || VTERM_COLOR_IS_DEFAULT_BG(&c)) return;  // after 0: the default
+  if (VTERM_COLOR_IS_INDEXED(&c)) {
+    int i = c.indexed.idx;
+    if (i < 8) out += fmt::format(";{}", (fg ? 30 : 40) + i);
+    else if (i < 16) out += fmt::format(";{}", (fg ? 90 : 100) + i - 8);
+    else out += fmt::format(";{};5;{}", fg ? 38 : 48, i);
+  } else {
+    out += fmt::format(";{};2;{};{};{}", fg ? 38 : 48, c.rgb.red, c.rgb.green, c.rgb.blue);
+  }
+}
+
+void pen_sgr(std::string& out, const Pen& p) {
+  out += "\x1b[0";
+  if (p.attrs.bold) out += ";1";
+  if (p.attrs.italic) out += ";3";
+  if (p.attrs.underline == 1) out += ";4";
+  if (p.attrs.underline == 2) out += ";21";
+  if (p.attrs.blink) out += ";5";
+  if (p.attrs.reverse) out += ";7";
+  if (p.attrs.strike) out += ";9";
+  color_sgr(out, p.fg, true);
+  color_sgr(out, p.bg, false);
+  out += 'm';
+}
+
+// A cell that a repaint must draw even when it holds no character.
+bool visible_blank(const VTermScreenCell& c) {
+  return !VTERM_COLOR_IS_DEFAULT_BG(&c.bg) || c.attrs.reverse || c.attrs.underline || c.attrs.strike;
+}
+
+}  // namespace
+
+struct Screen::Impl {
+  VTerm* vt = nullptr;
+  VTermScreen* vs = nullptr;
+  ~Impl() {
+    if (vt) vterm_free(vt);
+  }
+  VTermScreenCell cell(int row, int col) const {
+    VTermScreenCell c;
+    std::memset(&c, 0, sizeof c);
+    vterm_screen_get_cell(vs, VTermPos{row, col}, &c);
+    return c;
+  }
+};
+
+struct Screen::Callbacks {
+  static int settermprop(VTermProp prop, VTermValue* val, void* user) {
+    auto* self = static_cast<Screen*>(user);
+    switch (prop) {
+      case VTERM_PROP_ALTSCREEN:
+        self->alt_screen_ = val->boolean != 0;
+        break;
+      case VTERM_PROP_CURSORVISIBLE:
+        self->cursor_visible_ = val->boolean != 0;
+        break;
+      // VTERM_PROP_TITLE: libvterm 0.1 loses an OSC split across two writes; the scanner keeps it.
+      default:
+        break;
+    }
+    return 1;
+  }
+  static int sb_pushline(int cols, const VTermScreenCell* cells, void* user) {
+    auto* self = static_cast<Screen*>(user);
+    std::string line;
+    for (int c = 0; c < cols && line.size() < kMaxScrollbackLine; ++c) {
+      if (cells[c].chars[0] == kWideContinuation) continue;
+      cell_text(line, cells[c]);
+      if (cells[c].width == 2) ++c;
+    }
+    rtrim(line);
+    self->push_scrollback(std::move(line));
+    return 1;
+  }
+  static void discard_output(const char*, std::size_t, void*) {}  // answers to DA/DSR: the real terminal's job
+};
+
+Result<std::unique_ptr<Screen>> Screen::create(base::PtySize size, std::size_t scrollback_lines) {
+  std::unique_ptr<Screen> s(new Screen(size, scrollback_lines));
+  if (!s->impl_->vt) return Error{base::Errc::kSystem, ENOMEM, "vterm_new"};
+  return s;
+}
+
+Screen::Screen(base::PtySize size, std::size_t scrollback_lines)
+    : impl_(std::make_unique<Impl>()), size_{clamp_dim(size.rows), clamp_dim(size.cols)}, scrollback_max_(scrollback_lines) {
+  static const VTermScreenCallbacks kCallbacks = {
+      nullptr, nullptr, nullptr, &Callbacks::settermprop, nullptr, nullptr, &Callbacks::sb_pushline, nullptr};
+  impl_->vt = vterm_new(size_.rows, size_.cols);
+  if (!impl_->vt) return;
+  vterm_set_utf8(impl_->vt, 1);
+  vterm_output_set_callback(impl_->vt, &Callbacks::discard_output, nullptr);
+  impl_->vs = vterm_obtain_screen(impl_->vt);
+  vterm_screen_enable_altscreen(impl_->vs, 1);
+  vterm_screen_set_callbacks(impl_->vs, &kCallbacks, this);
+  vterm_screen_set_damage_merge(impl_->vs, VTERM_DAMAGE_SCROLL);
+  vterm_screen_reset(impl_->vs, 1);
+}
+
+Screen::~Screen() = default;
+
+void Screen::feed(std::string_view bytes) {
+  if (bytes.empty()) return;
+  scan(bytes);
+  vterm_input_write(impl_->vt, bytes.data(), bytes.size());
+}
+
+void Screen::resize(base::PtySize size) {
+  base::PtySize s{clamp_dim(size.rows), clamp_dim(size.cols)};
+  if (s == size_) return;
+  size_ = s;
+  vterm_set_size(impl_->vt, s.rows, s.cols);
+  modes_.top = modes_.bottom = 0;  // terminals reset the margins on a resize
+}
+
+std::string Screen::row_text(int row) const {
+  std::string line;
+  for (int c = 0; c < size_.cols; ++c) {
+    VTermScreenCell cell = impl_->cell(row, c);
+    if (cell.chars[0] == kWideContinuation) continue;
+    cell_text(line, cell);
+    if (cell.width == 2) ++c;
+  }
+  rtrim(line);
+  return line;
+}
+
+Cursor Screen::cursor() const {
+  VTermPos pos;
+  vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &pos);
+  return {pos.row, pos.col, cursor_visible_};
+}
+
+std::string Screen::ansi() const {
+  std::string out = "\x1b[0m\x1b[H\x1b[2J";
+  // Scrollback first, each line pushed past the top so it lands in the viewer's history.
+  if (!scrollback_.empty()) {
+    for (const auto& line : scrollback_) {
+      out += line;
+      out += "\r\n";
+    }
+    out.append(static_cast<std::size_t>(size_.rows - 1), '\n');
+    out += "\x1b[H";
+  }
+  if (alt_screen_) out += "\x1b[?1049h\x1b[H\x1b[2J";
+  Pen pen;
+  bool pen_set = false;
+  for (int r = 0; r < size_.rows; ++r) {
+    int last = -1;
+    for (int c = 0; c < size_.cols; ++c) {
+      VTermScreenCell cell = impl_->cell(r, c);
+      if ((cell.chars[0] != 0 && cell.chars[0] != kWideContinuation) || visible_blank(cell)) last = c;
+    }
+    if (last < 0) continue;
+    out += fmt::format("\x1b[{};1H", r + 1);
+    for (int c = 0; c <= last; ++c) {
+      VTermScreenCell cell = impl_->cell(r, c);
+      if (cell.chars[0] == kWideContinuation) continue;
+      Pen p{cell.attrs, cell.fg, cell.bg};
+      if (!pen_set || !same_pen(p, pen)) {
+        pen_sgr(out, p);
+        pen = p;
+        pen_set = true;
+      }
+      cell_text(out, cell);
+      if (cell.width == 2) ++c;
+    }
+  }
+  // The program's current pen, so what it writes next keeps its attributes.
+  {
+    VTermState* st = vterm_obtain_state(impl_->vt);
+    VTermValue v;
+    Pen cur;
+    vterm_state_get_penattr(st, VTERM_ATTR_BOLD, &v), cur.attrs.bold = v.boolean ? 1 : 0;
+    vterm_state_get_penattr(st, VTERM_ATTR_UNDERLINE, &v), cur.attrs.underline = static_cast<unsigned>(v.number) & 3u;
+    vterm_state_get_penattr(st, VTERM_ATTR_ITALIC, &v), cur.attrs.italic = v.boolean ? 1 : 0;
+    vterm_state_get_penattr(st, VTERM_ATTR_BLINK, &v), cur.attrs.blink = v.boolean ? 1 : 0;
+    vterm_state_get_penattr(st, VTERM_ATTR_REVERSE, &v), cur.attrs.reverse = v.boolean ? 1 : 0;
+    vterm_state_get_penattr(st, VTERM_ATTR_STRIKE, &v), cur.attrs.strike = v.boolean ? 1 : 0;
+    vterm_state_get_penattr(st, VTERM_ATTR_FOREGROUND, &v), cur.fg = v.color;
+    vterm_state_get_penattr(st, VTERM_ATTR_BACKGROUND, &v), cur.bg = v.color;
+    pen_sgr(out, cur);
+  }
+  // Modes, then the cursor (margins and origin mode change what a cursor address means).
+  if (modes_.top || modes_.bottom) out += fmt::format("\x1b[{};{}r", modes_.top ? modes_.top : 1, modes_.bottom ? modes_.bottom : size_.rows);
+  if (modes_.app_cursor) out += "\x1b[?1h";
+  if (!modes_.autowrap) out += "\x1b[?7l";
+  if (modes_.mouse) out += fmt::format("\x1b[?{}h", modes_.mouse);
+  if (modes_.mouse_sgr) out += "\x1b[?1006h";
+  if (modes_.focus_events) out += "\x1b[?1004h";
+  if (modes_.bracketed_paste) out += "\x1b[?2004h";
+  if (!title_.empty()) out += "\x1b]2;" + title_ + "\x07";
+  Cursor cur = cursor();
+  if (modes_.origin) {
+    out += "\x1b[?6h";
+    int top = modes_.top ? modes_.top : 1;
+    out += fmt::format("\x1b[{};{}H", std::max(1, cur.row + 2 - top), cur.col + 1);
+  } else {
+    out += fmt::format("\x1b[{};{}H", cur.row + 1, cur.col + 1);
+  }
+  out += cur.visible ? "\x1b[?25h" : "\x1b[?25l";
+  return out;
+}
+
+#else  // no libvterm: the feature is off and says so
+
+struct Screen::Impl {};
+
+Result<std::unique_ptr<Screen>> Screen::create(base::PtySize, std::size_t) {
+  return Error{base::Errc::kUnsupported, 0, "the screen model needs libvterm, and this uexec was built without it"};
+}
+Screen::Screen(base::PtySize size, std::size_t n) : size_(size), scrollback_max_(n) {}
+Screen::~Screen() = default;
+void Screen::feed(std::string_view) {}
+void Screen::resize(base::PtySize) {}
+std::string Screen::row_text(int) const { return {}; }
+Cursor Screen::cursor() const { return {}; }
+std::string Screen::ansi() const { return {}; }
+
+#endif
+
+std::vector<std::string> Screen::lines() const {
+  std::vector<std::string> out;
+  out.reserve(size_.rows);
+  for (int r = 0; r < size_.rows; ++r) out.push_back(row_text(r));
+  return out;
+}
+
+std::string Screen::text() const {
+  auto ls = lines();
+  while (!ls.empty() && ls.back().empty()) ls.pop_back();
+  std::string out;
+  for (std::size_t i = 0; i < ls.size(); ++i) {
+    if (i) out += '\n';
+    out += ls[i];
+  }
+  return out;
+}
+
+void Screen::push_scrollback(std::string line) {
+  if (scrollback_max_ == 0) return;
+  if (scrollback_.size() >= scrollback_max_) scrollback_.pop_front();
+  scrollback_.push_back(std::move(line));
+}
+
+// The mode scanner: ESC, CSI and string (OSC/DCS/APC/PM/SOS) framing, enough to see the
+// DEC private modes and margins that libvterm 0.1 keeps to itself.
+void Screen::scan(std::string_view bytes) {
+  for (unsigned char c : bytes) {
+    switch (scan_) {
+      case ScanState::kGround:
+        if (c == 0x1b) scan_ = ScanState::kEsc;
+        break;
+      case ScanState::kEsc:
+        if (c == '[') {
+          scan_ = ScanState::kCsi;
+          csi_.clear();
+        } else if (c == ']' || c == 'P' || c == '_' || c == '^' || c == 'X') {
+          scan_ = ScanState::kString;
+          osc_ = c == ']';
+          str_.clear();
+        } else if (c == 'c') {  // RIS: a full reset
+          modes_ = Modes{};
+          scan_ = ScanState::kGround;
+        } else if (c == 0x1b || (c >= 0x20 && c <= 0x2f)) {
+          // another ESC restarts; intermediates (charset designations) wait for their final
+        } else {
+          scan_ = ScanState::kGround;
+        }
+        break;
+      case ScanState::kCsi:
+        if (c >= 0x40 && c <= 0x7e) {
+          if (csi_.size() < kMaxCsi) {
+            csi_ += static_cast<char>(c);
+            csi_done();
+          }
+          scan_ = ScanState::kGround;
+        } else if (c == 0x1b) {
+          scan_ = ScanState::kEsc;  // an aborted sequence
+        } else if (c == 0x18 || c == 0x1a) {
+          scan_ = ScanState::kGround;  // CAN, SUB cancel
+        } else if (c >= 0x20 && csi_.size() < kMaxCsi) {
+          csi_ += static_cast<char>(c);
+        } else if (c >= 0x20) {
+          csi_.assign(kMaxCsi, '\0');  // too long to be ours: ignored at its final byte
+        }
+        break;
+      case ScanState::kString:
+        if (c == 0x07) {
+          string_done();
+          scan_ = ScanState::kGround;
+        } else if (c == 0x18 || c == 0x1a) {
+          scan_ = ScanState::kGround;
+        } else if (c == 0x1b) {
+          scan_ = ScanState::kStringEsc;
+        } else if (osc_ && str_.size() <= kMaxTitle + 2) {
+          str_ += static_cast<char>(c);
+        }
+        break;
+      case ScanState::kStringEsc:  // ST is ESC '\'; any other ESC also ends the string
+        scan_ = ScanState::kGround;
+        string_done();
+        if (c != '\\') {
+          scan_ = ScanState::kEsc;
+          scan(std::string_view(reinterpret_cast<const char*>(&c), 1));
+        }
+        break;
+    }
+  }
+}
+
+// OSC 0 and 2 set the title (bounded; control characters are dropped).
+void Screen::string_done() {
+  if (!osc_) return;
+  osc_ = false;
+  if (str_.size() < 2 || (str_[0] != '0' && str_[0] != '2') || str_[1] != ';') return;
+  title_.clear();
+  for (std::size_t i = 2; i < str_.size() && title_.size() < kMaxTitle; ++i)
+    if (static_cast<unsigned char>(str_[i]) >= 0x20 && str_[i] != 0x7f) title_ += str_[i];
+}
+
+void Screen::csi_done() {
+  char final = csi_.back();
+  std::string_view body(csi_.data(), csi_.size() - 1);
+  auto numbers = [](std::string_view s) {
+    std::vector<int> out;
+    std::size_t pos = 0;
+    while (pos <= s.size()) {
+      std::size_t semi = s.find(';', pos);
+      std::string_view part = s.substr(pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
+      int v = 0;
+      if (!part.empty()) std::from_chars(part.data(), part.data() + part.size(), v);
+      out.push_back(v);
+      if (semi == std::string_view::npos) break;
+      pos = semi + 1;
+    }
+    return out;
+  };
+  if (!body.empty() && body[0] == '?' && (final == 'h' || final == 'l')) {
+    bool on = final == 'h';
+    for (int m : numbers(body.substr(1))) {
+      switch (m) {
+        case 1: modes_.app_cursor = on; break;
+        case 6: modes_.origin = on; break;
+        case 7: modes_.autowrap = on; break;
+        case 1000:
+        case 1002:
+        case 1003:
+          if (on) modes_.mouse = m;
+          else if (modes_.mouse == m) modes_.mouse = 0;
+          break;
+        case 1004: modes_.focus_events = on; break;
+        case 1006: modes_.mouse_sgr = on; break;
+        case 2004: modes_.bracketed_paste = on; break;
+        default: break;
+      }
+    }
+  } else if (final == 'r' && body.find_first_not_of("0123456789;") == std::string_view::npos) {
+    auto n = numbers(body);
+    int top = n.empty() ? 0 : n[0];
+    int bottom = n.size() > 1 ? n[1] : 0;
+    if (top <= 1 && (bottom == 0 || bottom >= size_.rows)) top = bottom = 0;  // the full screen
+    else if (bottom != 0 && bottom <= top) return;  // invalid: terminals ignore it
+    modes_.top = top;
+    modes_.bottom = bottom;
+  } else if (final == 'p' && body == "!") {  // DECSTR, a soft reset
+    modes_.app_cursor = modes_.origin = false;
+    modes_.autowrap = true;
+    modes_.top = modes_.bottom = 0;
+  }
+}
+
+}  // namespace uexec::term
