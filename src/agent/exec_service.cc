@@ -151,6 +151,7 @@ struct ExecService::Call {
   bool input_delivered = true;
   bool yield_capped = false;
   long yield_requested = 0;
+  View view = View::kRaw;
   std::function<Result<void>(Call&, AgentSession&)> on_begin;
   loop::Timer timer;
 };
@@ -533,6 +534,31 @@ void ExecService::evaluate(Call* c) {
   });
 }
 
+// The session's screen as text, cut to `budget` bytes from the top (the bottom of a screen is
+// where the prompt and the latest output are), with what the model knows about it.
+Result<std::pair<std::string, ScreenInfo>> ExecService::screen_view(session::Session& s, std::size_t budget) {
+  auto st = s.screen();
+  if (!st) return tool_error(st.error().context);
+  const term::Screen& sc = *st->screen;
+  std::string text = session::lossy_decode(sc.text());
+  if (text.size() > budget) {
+    std::size_t cut = session::cut_forward(text, text.size() - budget);
+    std::size_t nl = text.find('\n', cut);
+    cut = nl == std::string::npos ? cut : nl + 1;
+    std::size_t dropped = static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(cut), '\n'));
+    text = fmt::format("[{} screen lines above omitted]\n", dropped) + text.substr(cut);
+  }
+  auto cur = sc.cursor();
+  ScreenInfo info{sc.size().rows, sc.size().cols, cur.row, cur.col, sc.alt_screen(), sc.title(), st->exact};
+  return std::pair{std::move(text), std::move(info)};
+}
+
+std::string ExecService::screen_line(const ScreenInfo& i) {
+  return fmt::format("Screen: {}x{}, cursor at row {} col {}{}{}{}", i.rows, i.cols, i.cursor_row + 1, i.cursor_col + 1,
+                     i.alt_screen ? ", alternate screen" : "", i.title.empty() ? "" : ", title \"" + i.title + "\"",
+                     i.exact ? "" : " (inexact: earlier output was evicted)");
+}
+
 Response ExecService::build_response(AgentSession& a, Call& c) {
   auto* s = a.s;
   auto now = Clock::now();
@@ -540,7 +566,19 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
   Collected col = collect(s->output(), a.reader, !closed);
   std::size_t budget = c.budget;
   Body body = render_body(col, budget, a.id, cfg_.envelope_extensions, cfg_.bytes_per_token);
-  a.reader = col.end;
+  a.reader = col.end;  // consumed, whichever view is shown
+  std::vector<std::string> screen_lines;
+  std::optional<ScreenInfo> screen;
+  if (c.view == View::kScreen) {
+    auto sc = screen_view(*s, budget);
+    if (sc) {
+      body.text = std::move(sc->first);
+      screen = sc->second;
+      screen_lines.push_back(screen_line(*screen));
+    } else {
+      screen_lines.push_back("Screen: unavailable (" + sc.error().context + "); showing the raw output");
+    }
+  }
 
   Response r;
   r.chunk_id = new_chunk_id();
@@ -560,6 +598,7 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
   r.match_offset = c.match_offset;
   r.match_port = c.port_match;
   r.warnings = c.warnings;
+  r.screen = screen;
 
   Envelope env;
   env.chunk_id = r.chunk_id;
@@ -568,6 +607,7 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
   env.original_tokens = r.original_token_count;
   env.body = body.text;
   std::vector<std::string> extra = c.lines;
+  extra.insert(extra.end(), screen_lines.begin(), screen_lines.end());
   const auto& v = s->verdict();
   if (v) {
     r.exit_code = v->status.shell_code();
@@ -837,6 +877,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
   }
   for (auto* t : {&p.timeout_ms, &p.idle_timeout_ms})
     if (*t && **t < 1000) return reject("timeout_ms and idle_timeout_ms must be at least 1000");
+  if (p.view == View::kScreen && !p.tty) return reject("view \"screen\" needs tty=true (a pipe has no screen)");
   std::string cwd = default_cwd_;
   if (p.workdir && !p.workdir->empty()) cwd = (*p.workdir)[0] == '/' ? *p.workdir : default_cwd_ + "/" + *p.workdir;
   struct stat st {};
@@ -859,6 +900,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
         c->until = until;
         c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
         c->lines.push_back(fmt::format("Session name: {} (existing)", *p.name));
+        c->view = p.view;
         c->on_begin = make_wait_from_turn<Call, AgentSession>(yield);
         CallId cid = c->id;
         enqueue(c);
@@ -887,6 +929,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
   c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
   c->yield_requested = requested;
   c->yield_capped = requested > cfg_.yield_max.count();
+  c->view = p.view;
   if (p.name) c->lines.push_back(fmt::format("Session name: {}", *p.name));
   c->on_begin = make_wait_from_turn<Call, AgentSession>(yield);
   CallId cid = c->id;
@@ -917,6 +960,10 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
     done(tool_error("write_stdin failed: ctrl-z needs a tty session"));
     return 0;
   }
+  if (p.view == View::kScreen && !a->tty) {
+    done(tool_error("write_stdin failed: view \"screen\" needs a tty session (a pipe has no screen)"));
+    return 0;
+  }
   bool empty = p.chars.empty() && keys.empty() && !p.close_stdin;
   long requested = p.yield_time_ms.value_or(cfg_.write_yield_default.count());
   long yield = empty ? clamp(requested, cfg_.poll_min.count(), std::max(cfg_.poll_max.count(), cfg_.poll_min.count()))
@@ -930,6 +977,7 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
   c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
   c->yield_requested = requested;
   c->yield_capped = !empty && requested > cfg_.yield_max.count();
+  c->view = p.view;
   auto settle = cfg_.post_write_settle;
   c->on_begin = [this, p = std::move(p), keys = std::move(keys), yield, empty, settle](Call& call,
                                                                                       AgentSession& s) -> Result<void> {
@@ -1061,6 +1109,34 @@ Result<Response> ExecService::read_output(const ReadParams& p) {
   r.name = a->name;
   std::string body;
   Offset range_from = 0, range_to = 0;
+  if (p.view == View::kScreen) {
+    if (p.grep || p.offset || p.length || p.tail_lines)
+      return tool_error("read_output failed: view \"screen\" shows the current screen; it cannot be combined with "
+                        "grep, offset, length or tail_lines");
+    auto sc = screen_view(*a->s, budget);
+    if (!sc) return tool_error("read_output failed: " + sc.error().context);
+    r.chunk_id = new_chunk_id();
+    r.wall_time_seconds = seconds(Clock::now() - t0);
+    r.output = sc->first;
+    r.screen = sc->second;
+    r.range_offset = ring.total();
+    Envelope env;
+    env.chunk_id = r.chunk_id;
+    env.wall_time_seconds = r.wall_time_seconds;
+    env.session_id = a->id;
+    if (const auto& v = a->s->verdict()) {
+      r.exit_code = v->status.shell_code();
+      env.exit_code = r.exit_code;
+      r.state = "exited";
+    } else {
+      r.session_id = a->id;
+      r.state = "running";
+    }
+    env.extra.push_back(screen_line(*r.screen));
+    env.body = r.output;
+    r.text = render_envelope(env);
+    return r;
+  }
   if (p.grep) {
     std::regex re;
     try {

@@ -67,6 +67,10 @@ struct Until {
   bool awaiting_input = false;
 };
 
+// What the output of a response shows: the new raw bytes (decoded), or the terminal's
+// screen after them (tty only: a TUI such as top, less or vim as text).
+enum class View { kRaw, kScreen };
+
 struct ExecParams {
   std::string cmd;
   std::optional<std::string> workdir;
@@ -77,6 +81,7 @@ struct ExecParams {
   std::optional<long> yield_time_ms;
   std::optional<long> max_output_tokens;
   std::optional<long> rows, cols;
+  View view = View::kRaw;
   std::optional<std::string> name;
   bool replace = false;
   std::optional<Until> until;  // nullopt: the default set {exit, awaiting_input}
@@ -97,6 +102,7 @@ struct WriteParams {
   bool close_stdin = false;
   std::optional<Until> until;
   bool secret = false;
+  View view = View::kRaw;
 };
 
 struct KillParams {
@@ -117,6 +123,7 @@ struct ReadParams {
   long context = 0;
   long max_matches = 50;
   std::optional<long> max_output_tokens;
+  View view = View::kRaw;
 };
 
 struct ListParams {
@@ -132,6 +139,15 @@ struct AwaitingInput {
 
 // One response of exec_command / write_stdin / kill_session / read_output: the text
 // envelope plus the structured fields (§2.7).
+// The screen behind a View::kScreen response.
+struct ScreenInfo {
+  int rows = 0, cols = 0;
+  int cursor_row = 0, cursor_col = 0;  // 0-based
+  bool alt_screen = false;
+  std::string title;
+  bool exact = true;  // false: some output was evicted before the model saw it
+};
+
 struct Response {
   std::string text;
   std::string chunk_id;
@@ -158,6 +174,7 @@ struct Response {
   std::size_t stdin_pending_bytes = 0;
   std::vector<std::string> warnings;
   std::optional<policy::SandboxDenied> sandbox_denied;
+  std::optional<ScreenInfo> screen;  // set for View::kScreen
 };
 
 struct SessionRow {
@@ -228,6 +245,8 @@ class ExecService {
   void check_shutdown();
   void fail(Call* c, base::Error e);
   Response build_response(AgentSession& a, Call& c);
+  base::Result<std::pair<std::string, ScreenInfo>> screen_view(session::Session& s, std::size_t budget);
+  static std::string screen_line(const ScreenInfo& info);
   std::optional<AwaitingInput> detect_awaiting(AgentSession& a, bool require_quiet);
   bool check_until(Call& c, AgentSession& a, Clock::time_point now, Clock::time_point* next);
   bool scan_regex(Call& c, AgentSession& a);

@@ -57,6 +57,14 @@ class Args {
     fail(k, "a string");
     return std::nullopt;
   }
+  // "raw" (the default) or "screen".
+  agent::View view() {
+    auto v = string("view");
+    if (!v || *v == "raw") return agent::View::kRaw;
+    if (*v == "screen") return agent::View::kScreen;
+    err_ = "`view` must be \"raw\" or \"screen\"";
+    return agent::View::kRaw;
+  }
   std::vector<std::string> strings(const char* k) {
     std::vector<std::string> out;
     if (!has(k)) return out;
@@ -177,6 +185,13 @@ json AgentTools::tool_result(const agent::Response& r, bool structured) {
                            {"mechanism", r.sandbox_denied->mechanism},
                            {"detail", r.sandbox_denied->detail}};
   if (!r.warnings.empty()) s["warnings"] = r.warnings;
+  if (r.screen)
+    s["screen"] = {{"rows", r.screen->rows},
+                   {"cols", r.screen->cols},
+                   {"cursor", {{"row", r.screen->cursor_row}, {"col", r.screen->cursor_col}}},
+                   {"alt_screen", r.screen->alt_screen},
+                   {"title", r.screen->title},
+                   {"exact", r.screen->exact}};
   out["structuredContent"] = std::move(s);
   return out;
 }
@@ -192,7 +207,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
   auto track = [&](agent::CallId cid) { *call_id = cid; };
   if (name == "exec_command") {
     Args a(args_json, {"cmd", "workdir", "shell", "login", "tty", "pipe_stdin", "yield_time_ms", "max_output_tokens",
-                       "rows", "cols", "name", "replace", "until", "timeout_ms", "idle_timeout_ms",
+                       "rows", "cols", "name", "replace", "until", "timeout_ms", "idle_timeout_ms", "view",
                        "sandbox_permissions", "justification", "prefix_rule", "additional_permissions"});
     agent::ExecParams p;
     auto cmd = a.string("cmd");
@@ -210,6 +225,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
     p.until = a.until("until");
     p.timeout_ms = a.integer("timeout_ms");
     p.idle_timeout_ms = a.integer("idle_timeout_ms");
+    p.view = a.view();
     if (auto sp = a.string("sandbox_permissions")) {
       if (*sp != "use_default" && *sp != "require_escalated")
         return tool_error(fmt::format("exec_command failed for `{}`: invalid arguments: sandbox_permissions must be "
@@ -225,7 +241,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
   }
   if (name == "write_stdin") {
     Args a(args_json, {"session_id", "name", "chars", "keys", "yield_time_ms", "max_output_tokens", "close_stdin",
-                       "until", "secret"});
+                       "until", "secret", "view"});
     agent::WriteParams p;
     p.session_id = a.integer("session_id");
     p.name = a.string("name");
@@ -236,6 +252,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
     p.close_stdin = a.boolean("close_stdin").value_or(false);
     p.until = a.until("until");
     p.secret = a.boolean("secret").value_or(false);
+    p.view = a.view();
     if (a.error().empty() && !p.session_id && !p.name)
       return tool_error("write_stdin failed: session_id is required"), true;
     if (!a.error().empty()) return tool_error("write_stdin failed: invalid arguments: " + a.error()), true;
@@ -256,7 +273,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
   }
   if (name == "read_output") {
     Args a(args_json, {"session_id", "name", "offset", "length", "tail_lines", "grep", "ignore_case", "context",
-                       "max_matches", "max_output_tokens"});
+                       "max_matches", "max_output_tokens", "view"});
     agent::ReadParams p;
     p.session_id = a.integer("session_id");
     p.name = a.string("name");
@@ -268,6 +285,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
     p.context = a.integer("context").value_or(0);
     p.max_matches = a.integer("max_matches").value_or(50);
     p.max_output_tokens = a.integer("max_output_tokens");
+    p.view = a.view();
     if (a.error().empty() && !p.session_id && !p.name)
       return tool_error("read_output failed: session_id is required"), true;
     if (!a.error().empty()) return tool_error("read_output failed: invalid arguments: " + a.error()), true;
@@ -356,6 +374,12 @@ json AgentTools::tools_list(const std::string& version) {
        {"until", until_schema()},
        {"timeout_ms", prop("integer", "End the session after this long (>= 1000 ms).")},
        {"idle_timeout_ms", prop("integer", "End the session after this long without output or input (>= 1000 ms).")},
+       {"view",
+        {{"type", "string"},
+         {"enum", {"raw", "screen"}},
+         {"default", "raw"},
+         {"description", "With tty: \"screen\" returns the terminal screen after the output as text (for TUIs such as top, "
+                           "less or vim) instead of the raw output."}}},
        {"sandbox_permissions",
         {{"type", "string"},
          {"enum", {"use_default", "require_escalated"}},
@@ -379,7 +403,12 @@ json AgentTools::tools_list(const std::string& version) {
         {{"type", "number"}, {"default", 250}, {"description", "How long to wait for output (250-30000 ms; polls 5000-300000)."}}},
        {"max_output_tokens", {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens."}}},
        {"until", until_schema()},
-       {"secret", prop("boolean", "The input is a secret: it is written to the process only, never logged.")}},
+       {"secret", prop("boolean", "The input is a secret: it is written to the process only, never logged.")},
+       {"view",
+        {{"type", "string"},
+         {"enum", {"raw", "screen"}},
+         {"default", "raw"},
+         {"description", "With a tty session: \"screen\" returns the screen after the input as text."}}}},
       {"session_id"}, nullptr));
   tools.push_back(tool(
       "list_sessions", "List sessions", "Lists this client's sessions: running, exited and recently ended ones.",
@@ -414,7 +443,13 @@ json AgentTools::tools_list(const std::string& version) {
        {"ignore_case", {{"type", "boolean"}, {"default", false}, {"description", "grep ignoring case."}}},
        {"context", {{"type", "integer"}, {"minimum", 0}, {"default", 0}, {"description", "Lines of context around hits."}}},
        {"max_matches", {{"type", "integer"}, {"minimum", 1}, {"default", 50}, {"description", "Most grep hits."}}},
-       {"max_output_tokens", {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens."}}}},
+       {"max_output_tokens", {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens."}}},
+       {"view",
+        {{"type", "string"},
+         {"enum", {"raw", "screen"}},
+         {"default", "raw"},
+         {"description", "With a tty session: \"screen\" returns the current screen as text (not with grep, offset, length "
+                           "or tail_lines)."}}}},
       {"session_id"}, "readOnlyHint"));
   return tools;
 }

@@ -127,6 +127,9 @@ struct ExecServer::Process {
   session::Session* s = nullptr;
   // Each subscribing session has its own cursor; none takes output from another.
   std::map<Session*, SubState> subs;
+  // Sessions that attached as viewers (subscribe role "viewer"): read-only unless the owner
+  // granted them input (the value). Other sessions keep protocol.md's full sharing.
+  std::map<Session*, bool> viewers;
   std::unique_ptr<session::Subscription> sub;
   std::deque<std::string> write_order;
   std::unordered_map<std::string, std::string> write_status;
@@ -246,7 +249,10 @@ void ExecServer::drop_session(const std::string& id) {
   Session* s = it->second.get();
   s->waiters.clear();
   for (auto& [osid, other] : sessions_)
-    for (auto& [opid, op] : other->procs) op->subs.erase(s);
+    for (auto& [opid, op] : other->procs) {
+      op->subs.erase(s);
+      op->viewers.erase(s);
+    }
   for (auto& [pid, p] : s->procs) {
     p->sub.reset();
     tombstones_[p->key] = "killed";
@@ -480,7 +486,7 @@ void ExecServer::Connection::request(const json& id, const std::string& method, 
   static const std::vector<std::string> kMethods = {
       "initialize", "process/start", "process/read", "process/write", "process/signal", "process/terminate",
       "environment/info", "environment/status", "process/resize", "process/closeStdin", "process/list",
-      "process/subscribe", "process/unsubscribe", "process/wait", "process/snapshot", "exec/command",
+      "process/subscribe", "process/unsubscribe", "process/wait", "process/snapshot", "process/grant", "exec/command",
       "exec/writeStdin", "exec/listSessions", "exec/killSession", "exec/readOutput"};
   if (std::find(kMethods.begin(), kMethods.end(), method) == kMethods.end())
     return error(id, kMethodNotFound, "method not found: " + method, {{"kind", "methodNotFound"}, {"method", method}});
@@ -507,9 +513,8 @@ void ExecServer::Connection::request(const json& id, const std::string& method, 
   if (method == "process/subscribe") return m_subscribe(id, params, true);
   if (method == "process/unsubscribe") return m_subscribe(id, params, false);
   if (method == "process/wait") return m_wait(id, params);
-  if (method == "process/snapshot")
-    return error(id, kInvalidParams, "process/snapshot needs the server-side screen model, which this build does not have yet",
-                 {{"kind", "unsupported"}, {"field", "processId"}});
+  if (method == "process/snapshot") return m_snapshot(id, params);
+  if (method == "process/grant") return m_grant(id, params);
   static const std::map<std::string, std::string> kTools = {{"exec/command", "exec_command"},
                                                             {"exec/writeStdin", "write_stdin"},
                                                             {"exec/listSessions", "list_sessions"},
@@ -573,9 +578,10 @@ void ExecServer::Connection::m_initialize(const json& id, const json& params) {
   initialize_replied_ = true;
   json methods = json::array();
   for (const char* m : {"process/resize", "process/closeStdin", "process/list", "process/subscribe",
-                        "process/unsubscribe", "process/wait", "exec/command", "exec/writeStdin", "exec/listSessions",
+                        "process/unsubscribe", "process/wait", "process/grant", "exec/command", "exec/writeStdin", "exec/listSessions",
                         "exec/killSession", "exec/readOutput"})
     methods.push_back(m);
+  if (term::Screen::create({1, 1})) methods.push_back("process/snapshot");  // built with libvterm
   json signals = json::array();
   for (const auto& [n, s] : signal_names()) signals.push_back(n);
   reply(id, {{"sessionId", session_->id},
@@ -617,6 +623,18 @@ ExecServer::Process* ExecServer::Connection::process_or_error(const json& id, co
           {{"kind", "unknownProcess"}, {"processId", pid}, {"reason", reason}});
   }
   return p;
+}
+
+// A viewer without input may only watch: false (and the error sent) when this session may not
+// `what` the process. `input`: granted input allows it (writes, signals), else owner-only.
+bool ExecServer::Connection::may_control(const json& id, Process& p, const char* what, bool input) {
+  auto it = p.viewers.find(session_);
+  if (it == p.viewers.end() || (input && it->second)) return true;
+  error(id, kInvalidRequest,
+        fmt::format("this connection is a viewer of process {}: it may not {} it{}", p.id, what,
+                    input ? " unless the owner grants input (process/grant)" : ""),
+        {{"kind", "readOnly"}, {"processId", p.id}, {"action", what}});
+  return false;
 }
 
 void ExecServer::Connection::m_start(const json& id, const json& params) {
@@ -846,6 +864,7 @@ void ExecServer::Connection::m_write(const json& id, const json& params) {
   Session* sess = target_session(params);
   Process* p = server_.find_process(sess, pid);
   if (!p) return reply(id, {{"status", "unknownProcess"}, {"reason", server_.tombstone_reason(sess->id + "/" + pid)}});
+  if (!may_control(id, *p, "write to", true)) return;
   if (write_id) {
     auto it = p->write_status.find(*write_id);
     if (it != p->write_status.end()) return reply(id, {{"status", it->second}});
@@ -915,6 +934,7 @@ void ExecServer::Connection::m_signal(const json& id, const json& params) {
   }
   Process* p = process_or_error(id, params);
   if (!p) return;
+  if (!may_control(id, *p, "signal", true)) return;
   pty::SignalTarget target = p->s->tty() ? pty::SignalTarget::kForeground : pty::SignalTarget::kGroup;
   if (params.contains("target") && params["target"].is_string()) {
     std::string t = params["target"];
@@ -934,6 +954,7 @@ void ExecServer::Connection::m_terminate(const json& id, const json& params) {
   long grace = opt_number<long>(params, "graceMs").value_or(1000);
   Process* p = server_.find_process(target_session(params), pid);
   if (!p || p->s->verdict()) return reply(id, {{"running", false}});
+  if (!may_control(id, *p, "terminate", false)) return;
   if (grace <= 0) {
     (void)p->s->signal(SIGKILL, pty::SignalTarget::kGroup);
     if (p->s->tty()) (void)p->s->signal(SIGKILL, pty::SignalTarget::kForeground);
@@ -950,6 +971,7 @@ void ExecServer::Connection::m_resize(const json& id, const json& params) {
   if (!rows || !cols || *rows < 1 || *rows > 1000 || *cols < 1 || *cols > 1000)
     throw ParamError{kInvalidParams, "rows and cols must be 1-1000", {{"kind", "invalidParams"}, {"field", "rows"}}};
   if (!p->s->tty()) return error(id, kInvalidRequest, "process " + p->id + " is not a tty", {{"kind", "notTty"}, {"processId", p->id}});
+  if (!may_control(id, *p, "resize", false)) return;
   auto r = p->s->resize({static_cast<unsigned short>(*rows), static_cast<unsigned short>(*cols)});
   if (!r) return error(id, kInvalidRequest, r.error().message(), {{"kind", "invalidRequest"}});
   reply(id, json::object());
@@ -960,6 +982,7 @@ void ExecServer::Connection::m_close_stdin(const json& id, const json& params) {
   Session* sess = target_session(params);
   Process* p = server_.find_process(sess, pid);
   if (!p) return reply(id, {{"status", "unknownProcess"}, {"reason", server_.tombstone_reason(sess->id + "/" + pid)}});
+  if (!may_control(id, *p, "close the input of", true)) return;
   if (p->s->verdict()) return reply(id, {{"status", "stdinClosed"}});
   if (p->s->tty()) {
     // A terminal has no separate stdin: queue its VEOF character (normally ^D).
@@ -991,6 +1014,7 @@ void ExecServer::Connection::m_list(const json& id, const json& params) {
                 {"nextSeq", p->s->next_seq()}, {"retainedBytes", ring.retained()},
                 {"omitted", ring.evicted() > 0 ? json{{"bytes", ring.evicted()}} : json()},
                 {"subscribers", p->subs.size()},
+                {"outputBytes", ring.total()},
                 {"sandbox", {{"type", p->sandbox_kind == "none" ? "none" : "linuxSeccomp"},
                              {"backend", p->sandbox_kind == "none" ? json() : json(p->sandbox_kind)}}},
                 {"metadata", p->metadata}};
@@ -999,10 +1023,64 @@ void ExecServer::Connection::m_list(const json& id, const json& params) {
       e["signal"] = v && v->status.signal ? json(pty::signal_name(v->status.signal)) : json();
       if (p->s->tty() && p->s->process() && p->s->process()->master_fd() >= 0)
         if (auto sz = pty::get_size(p->s->process()->master_fd())) e["size"] = json{{"rows", sz->rows}, {"cols", sz->cols}};
+      json viewers = json::array();
+      for (const auto& [vs, input] : p->viewers)
+        viewers.push_back({{"sessionId", vs->id}, {"clientName", vs->client_name}, {"input", input},
+                           {"connected", vs->conn != nullptr}});
+      e["viewers"] = std::move(viewers);
+      e["role"] = s.get() == session_ ? "owner" : (p->viewers.count(session_) ? "viewer" : "participant");
       out.push_back(std::move(e));
     }
   }
   reply(id, {{"processes", out}});
+}
+
+// process/snapshot: the screen model's state; `seq` is the last output applied, so a
+// subscribe with afterSeq = seq continues without a gap or a duplicate.
+void ExecServer::Connection::m_snapshot(const json& id, const json& params) {
+  Process* p = process_or_error(id, params);
+  if (!p) return;
+  std::string format = "text";
+  if (params.contains("format") && !params["format"].is_null()) {
+    if (!params["format"].is_string() || (params["format"] != "text" && params["format"] != "ansi"))
+      throw ParamError{kInvalidParams, "format must be \"text\" or \"ansi\"", {{"kind", "invalidParams"}, {"field", "format"}}};
+    format = params["format"];
+  }
+  if (!p->s->tty()) return error(id, kInvalidRequest, "process " + p->id + " is not a tty", {{"kind", "notTty"}, {"processId", p->id}});
+  auto st = p->s->screen();
+  if (!st) return error(id, kInternal, st.error().message(), {{"kind", "unsupported"}, {"feature", "screen"}});
+  const term::Screen& sc = *st->screen;
+  auto cur = sc.cursor();
+  json out = {{"rows", sc.size().rows},
+              {"cols", sc.size().cols},
+              {"lines", sc.lines()},
+              {"cursor", {{"row", cur.row}, {"col", cur.col}, {"visible", cur.visible}}},
+              {"altScreen", sc.alt_screen()},
+              {"title", sc.title()},
+              {"seq", st->seq},
+              {"exact", st->exact},
+              {"scrollbackLines", sc.scrollback().size()}};
+  if (format == "ansi") out["ansi"] = sc.ansi();
+  reply(id, std::move(out));  // invalid UTF-8 in terminal text is replaced, never thrown
+}
+
+// process/grant: the owner lets a viewer type (input: true) or takes it back.
+void ExecServer::Connection::m_grant(const json& id, const json& params) {
+  Process* p = process_or_error(id, params);
+  if (!p) return;
+  std::string grantee = need_string(params, "grantee");
+  auto input = opt_bool(params, "input");
+  if (!input) throw ParamError{kInvalidParams, "input (a boolean) is required", {{"kind", "invalidParams"}, {"field", "input"}}};
+  if (p->owner != session_)
+    return error(id, kInvalidRequest, "only the owner of process " + p->id + " can grant input",
+                 {{"kind", "readOnly"}, {"processId", p->id}, {"action", "grant"}});
+  for (auto& [vs, granted] : p->viewers)
+    if (vs->id == grantee) {
+      granted = *input;
+      return reply(id, json::object());
+    }
+  error(id, kInvalidRequest, "session " + grantee + " is not a viewer of process " + p->id,
+        {{"kind", "notViewer"}, {"processId", p->id}, {"sessionId", grantee}});
 }
 
 void ExecServer::Connection::m_subscribe(const json& id, const json& params, bool on) {
@@ -1011,6 +1089,15 @@ void ExecServer::Connection::m_subscribe(const json& id, const json& params, boo
   if (!on) {
     p->subs.erase(session_);
     return reply(id, {{"subscribed", false}});
+  }
+  if (params.contains("role") && !params["role"].is_null()) {
+    if (!params["role"].is_string() || (params["role"] != "viewer" && params["role"] != "owner"))
+      throw ParamError{kInvalidParams, "role must be \"owner\" or \"viewer\"", {{"kind", "invalidParams"}, {"field", "role"}}};
+    bool owner = p->owner == session_;
+    if (params["role"] == "owner" && !owner)
+      return error(id, kInvalidRequest, "only the session that started process " + p->id + " is its owner",
+                   {{"kind", "readOnly"}, {"processId", p->id}, {"action", "own"}});
+    if (params["role"] == "viewer" && !owner) p->viewers.emplace(session_, false);
   }
   const auto& ring = p->s->output();
   SubState st;

@@ -131,6 +131,9 @@ class ExecServer::Connection {
   void m_list(const json& id, const json& params);
   void m_subscribe(const json& id, const json& params, bool on);
   void m_wait(const json& id, const json& params);
+  void m_snapshot(const json& id, const json& params);
+  void m_grant(const json& id, const json& params);
+  bool may_control(const json& id, Process& p, const char* what, bool input);
   void m_exec(const json& id, const std::string& tool, const json& params);
   json environment_info() const;
   json read_result(Process& p, std::uint64_t after_seq, std::size_t max_bytes) const;

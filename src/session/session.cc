@@ -1,5 +1,7 @@
 #include "session/session.h"
 
+#include <algorithm>
+
 #include "base/check.h"
 #include "base/log.h"
 #include "policy/seccomp.h"
@@ -39,6 +41,7 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   process_ = std::move(proc).value();
   pid_ = process_->pid();
   tty_ = req.tty;
+  size_ = req.size;
   sandboxed_ = attempt.sandboxed();
   seccomp_ = attempt.seccomp();
   mount_view_ = attempt.mount_view();
@@ -142,7 +145,40 @@ Result<void> Session::close_stdin() {
 
 Result<void> Session::resize(base::PtySize size) {
   if (!process_) return Error{Errc::kClosed, 0, "resize: not started"};
-  return process_->resize(size);
+  auto r = process_->resize(size);
+  if (!r) return r;
+  // Output read before now was written for the old size: apply it first, as a terminal would.
+  if (screen_) feed_screen();
+  size_ = size;
+  if (screen_) screen_->resize(size);
+  return r;
+}
+
+Result<Session::ScreenState> Session::screen() {
+  if (!tty_) return Error{Errc::kUnsupported, 0, "session " + id_ + " is not a tty: it has no screen"};
+  if (!screen_) {
+    auto s = term::Screen::create(size_);
+    if (!s) return std::move(s).error();
+    screen_ = std::move(s).value();
+    screen_cursor_ = 0;
+    screen_sub_ = ring_.subscribe([this] { feed_screen(); });
+  }
+  feed_screen();
+  return ScreenState{screen_.get(), screen_seq_, screen_exact_};
+}
+
+// Applies what the ring holds past the model's cursor; a gap (evicted output) makes it inexact.
+void Session::feed_screen() {
+  for (;;) {
+    auto r = ring_.read_from(screen_cursor_, SIZE_MAX);
+    if (r.gap > 0) screen_exact_ = false;
+    for (const auto& piece : r.pieces) {
+      screen_->feed(std::string_view(reinterpret_cast<const char*>(piece.bytes.data()), piece.bytes.size()));
+      screen_seq_ = std::max(screen_seq_, piece.seq);
+    }
+    if (r.next == screen_cursor_) break;
+    screen_cursor_ = r.next;
+  }
 }
 
 Result<void> Session::signal(int sig, pty::SignalTarget target) {

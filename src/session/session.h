@@ -30,6 +30,7 @@
 #include "policy/sandbox_attempt.h"
 #include "pty/pty_process.h"
 #include "session/output_ring.h"
+#include "term/screen.h"
 
 namespace uexec::session {
 
@@ -102,6 +103,17 @@ class Session final : public pty::ProcessListener {
   // Escalation (SIGHUP/SIGTERM, SIGKILL after Config::terminate_grace).
   void terminate();
   void terminate(std::chrono::milliseconds grace);
+  // The screen model of a tty session (process/snapshot, view "screen", web attach): built
+  // on first use by replaying the retained output, then fed on every append, so `seq` (the
+  // last output chunk applied) is current when this returns. `exact` is false when the
+  // replay or the feed skipped evicted output. kUnsupported: not a tty, or no libvterm.
+  struct ScreenState {
+    const term::Screen* screen = nullptr;
+    Seq seq = 0;
+    bool exact = true;
+  };
+  [[nodiscard]] base::Result<ScreenState> screen();
+  base::PtySize size() const noexcept { return size_; }  // tty: the last size set
   // The process, for tests and tty probes (nullptr before start).
   pty::PtyProcess* process() noexcept { return process_.get(); }
 
@@ -111,6 +123,7 @@ class Session final : public pty::ProcessListener {
   void on_exit(const pty::ExitStatus& status) override;
   void advance();
   void hang_up();
+  void feed_screen();
 
   loop::Loop* loop_;
   pty::ChildReaper* reaper_;
@@ -142,6 +155,12 @@ class Session final : public pty::ProcessListener {
   loop::Timer drain_;
   loop::Timer close_wait_;
   Clock::time_point started_at_{};
+  base::PtySize size_{};
+  std::unique_ptr<term::Screen> screen_;
+  std::unique_ptr<Subscription> screen_sub_;
+  Offset screen_cursor_ = 0;
+  Seq screen_seq_ = 0;
+  bool screen_exact_ = true;
 };
 
 }  // namespace uexec::session

@@ -2,10 +2,14 @@
 
 #include <libwebsockets.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <random>
+#include <string_view>
+#include <vector>
 
 #include "base/log.h"
 
@@ -59,6 +63,34 @@ bool loopback_origin(const std::string& origin) {
   return false;
 }
 
+// The web page's files: a fixed list (no path from the request ever reaches the file system).
+struct PageFile {
+  const char* uri;
+  const char* path;  // under the web root
+  const char* mime;
+};
+constexpr PageFile kPageFiles[] = {
+    {"/", "index.html", "text/html; charset=utf-8"},
+    {"/index.html", "index.html", "text/html; charset=utf-8"},
+    {"/app.js", "app.js", "text/javascript; charset=utf-8"},
+    {"/style.css", "style.css", "text/css; charset=utf-8"},
+    {"/vendor/xterm/xterm.js", "node_modules/@xterm/xterm/lib/xterm.js", "text/javascript; charset=utf-8"},
+    {"/vendor/xterm/xterm.css", "node_modules/@xterm/xterm/css/xterm.css", "text/css; charset=utf-8"},
+    {"/vendor/addon-fit/addon-fit.js", "node_modules/@xterm/addon-fit/lib/addon-fit.js", "text/javascript; charset=utf-8"},
+};
+
+int http_text(struct lws* wsi, unsigned status, std::string_view body) {
+  unsigned char buf[LWS_PRE + 2048];
+  unsigned char* p = buf + LWS_PRE;
+  unsigned char* end = buf + sizeof buf;
+  if (lws_add_http_common_headers(wsi, status, "text/plain; charset=utf-8", body.size(), &p, end)) return 1;
+  if (lws_finalize_write_http_header(wsi, buf + LWS_PRE, &p, end)) return 1;
+  std::vector<unsigned char> out(LWS_PRE + body.size());
+  std::memcpy(out.data() + LWS_PRE, body.data(), body.size());
+  lws_write(wsi, out.data() + LWS_PRE, body.size(), LWS_WRITE_HTTP_FINAL);
+  return lws_http_transaction_completed(wsi) ? -1 : 0;
+}
+
 bool token_ok(struct lws* wsi, const std::string& token) {
   if (token.empty()) return true;
   std::string auth = header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION);
@@ -91,19 +123,22 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
   switch (reason) {
     case LWS_CALLBACK_HTTP: {
       std::string uri(static_cast<const char*>(in), len);
-      if (uri == "/readyz") {
-        unsigned char buf[LWS_PRE + 2048];
-        unsigned char* p = buf + LWS_PRE;
-        unsigned char* end = buf + sizeof buf;
-        if (lws_add_http_common_headers(wsi, HTTP_STATUS_OK, "text/plain", 2, &p, end)) return 1;
-        if (lws_finalize_write_http_header(wsi, buf + LWS_PRE, &p, end)) return 1;
-        unsigned char body[LWS_PRE + 2];
-        std::memcpy(body + LWS_PRE, "ok", 2);
-        lws_write(wsi, body + LWS_PRE, 2, LWS_WRITE_HTTP_FINAL);
-        return lws_http_transaction_completed(wsi) ? -1 : 0;
+      if (uri == "/readyz") return http_text(wsi, HTTP_STATUS_OK, "ok");
+      for (const auto& f : kPageFiles) {
+        if (uri != f.uri) continue;
+        const std::string& root = self->options().web_root;
+        if (root.empty()) return http_text(wsi, HTTP_STATUS_NOT_FOUND, "this uexec serves no web page (--no-web)\n");
+        std::string path = root + "/" + f.path;
+        if (::access(path.c_str(), R_OK) != 0)
+          return http_text(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE,
+                           "the web page's files are missing: " + path +
+                               "\n(tools/dev build installs them with npm ci in src/web/page; or pass --web-root DIR)\n");
+        int n = lws_serve_http_file(wsi, path.c_str(), f.mime, nullptr, 0);
+        if (n < 0) return -1;
+        if (n > 0 && lws_http_transaction_completed(wsi)) return -1;
+        return 0;
       }
-      lws_return_http_status(wsi, HTTP_STATUS_NOT_FOUND, nullptr);
-      return -1;
+      return http_text(wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
     }
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
       std::string origin = header(wsi, WSI_TOKEN_ORIGIN);
@@ -194,6 +229,15 @@ const struct lws_protocols kProtocols[] = {
 };
 
 }  // namespace
+
+std::string default_web_root() {
+  if (const char* env = std::getenv("UEXEC_WEB_ROOT"); env && *env) return env;
+#ifdef UEXEC_WEB_ROOT_DEFAULT
+  return UEXEC_WEB_ROOT_DEFAULT;
+#else
+  return {};
+#endif
+}
 
 std::string new_token() {
   std::random_device rd;

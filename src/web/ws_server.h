@@ -6,7 +6,9 @@
 // carry the token (`Authorization: Bearer <token>`, or the subprotocol
 // `uexec.auth.<token>` that browsers can send) and, when it has an Origin, a loopback one;
 // anything else is refused before the upgrade. `GET /readyz` answers `200 ok` without a
-// token. Fragments are reassembled; a binary message gets a parse error and the connection
+// token. The web terminal's page (src/web/page: index.html, app.js, style.css and the xterm.js
+// files from its node_modules) is served from a fixed list of paths, without a token: it holds
+// no secret, and the WebSocket it opens needs one. Fragments are reassembled; a binary message gets a parse error and the connection
 // stays open. Outbound messages wait in a per-connection queue that the ExecServer sees
 // through Peer::queued, so its watermarks apply here too.
 //
@@ -31,7 +33,12 @@ struct WsOptions {
   int port = 8022;                 // 0: pick a free port (see port())
   std::string token;               // empty: no token required (exec-server on loopback)
   std::size_t max_message_bytes = 16u << 20;
+  std::string web_root;            // the web page's directory (index.html, node_modules/…); empty: none
 };
+
+// Where the page's files are when no --web-root is given: $UEXEC_WEB_ROOT, else the source
+// tree's src/web/page (set at build time).
+std::string default_web_root();
 
 class WsServer {
  public:

@@ -224,7 +224,8 @@ async function common(label, p) {
   await p.until(() => p.outputOf("tty").includes("40 100"), 5000);
   c("the resize reaches the child", p.outputOf("tty").includes("40 100"), JSON.stringify(p.outputOf("tty")));
   r = await p.request("process/snapshot", { processId: "tty" });
-  c("process/snapshot: a clear error until the screen model exists", r.error?.code === -32602 && r.error?.data?.kind === "unsupported", JSON.stringify(r));
+  c("process/snapshot: the screen at the new size", r.result?.rows === 40 && r.result?.cols === 100 &&
+    r.result?.lines?.includes("40 100") && r.result?.seq > 0, JSON.stringify(r).slice(0, 300));
   r = await p.request("exec/command", { cmd: "echo via-exec", login: false });
   c("exec/command", r.result?.structuredContent?.output === "via-exec\n" && r.result?.isError === false, JSON.stringify(r).slice(0, 300));
   r = await p.request("exec/writeStdin", { session_id: 99999, chars: "x" });
@@ -336,6 +337,70 @@ async function daemon(label, open) {
   await b.close();
 }
 
+// ---- the screen model and roles: snapshot + live tail, viewers, grants, view "screen" --------
+async function screenAndRoles(label, open) {
+  const c = (n, ok, d) => check(`[${label}] ${n}`, ok, d);
+  const a = await open();
+  const sid = (await a.init({ detachedTtlMs: 60000 })).result.sessionId;
+  await a.request("process/start", { processId: "tui", argv: ["/bin/sh", "-c", "printf 'first\\n\\033]2;the-title\\007\\033[?1049h\\033[Hin-alt\\033[3;5Hxy'; exec cat"], cwd: "file:///tmp", env: { PATH: "/usr/bin:/bin" }, tty: true, size: { rows: 10, cols: 40 } });
+  await a.until(() => a.outputOf("tui").includes("xy"));
+  const b = await open();
+  const sidB = (await b.init({ clientName: "viewer-test" })).result.sessionId;
+  const snap = await b.request("process/snapshot", { processId: "tui", sessionId: sid, format: "ansi" });
+  const r = snap.result ?? {};
+  c("snapshot: the screen, cursor, alternate screen and title", r.rows === 10 && r.cols === 40 && r.lines?.[0] === "in-alt" &&
+    r.lines?.[2] === "    xy" && r.cursor?.row === 2 && r.cursor?.col === 6 && r.altScreen === true && r.title === "the-title" &&
+    r.exact === true && r.lines.length === 10, JSON.stringify(snap).slice(0, 400));
+  c("snapshot: ansi repaints the alternate screen", typeof r.ansi === "string" && r.ansi.includes("\u001b[?1049h") && r.ansi.includes("in-alt"));
+  const sub = await b.request("process/subscribe", { processId: "tui", sessionId: sid, afterSeq: r.seq, role: "viewer" });
+  c("a viewer subscribes from the snapshot's seq", sub.result?.subscribed === true, JSON.stringify(sub));
+  await a.request("process/write", { processId: "tui", chunk: b64("typed\r") });
+  await b.until(() => b.outputOf("tui").includes("typed\r\ntyped\r\n"));
+  c("snapshot + live tail: no gap, no duplicate", b.outputOf("tui") === "typed\r\ntyped\r\n", JSON.stringify(b.outputOf("tui")));
+  const w = await b.request("process/write", { processId: "tui", sessionId: sid, chunk: b64("nope\r") });
+  c("a viewer may not write", w.error?.data?.kind === "readOnly", JSON.stringify(w));
+  const rz = await b.request("process/resize", { processId: "tui", sessionId: sid, rows: 5, cols: 5 });
+  c("a viewer may not resize", rz.error?.data?.kind === "readOnly", JSON.stringify(rz));
+  const kill = await b.request("process/terminate", { processId: "tui", sessionId: sid });
+  c("a viewer may not terminate", kill.error?.data?.kind === "readOnly", JSON.stringify(kill));
+  const own = await b.request("process/subscribe", { processId: "tui", sessionId: sid, role: "owner" });
+  c("a viewer cannot claim to be the owner", own.error?.data?.kind === "readOnly", JSON.stringify(own));
+  const list = await a.request("process/list", {});
+  const e = list.result.processes.find((x) => x.processId === "tui");
+  c("list: the viewers and the caller's role", e?.role === "owner" && e?.viewers?.length === 1 && e.viewers[0].sessionId === sidB &&
+    e.viewers[0].input === false && e.outputBytes > 0, JSON.stringify(e));
+  const g1 = await b.request("process/grant", { processId: "tui", sessionId: sid, grantee: sidB, input: true });
+  c("only the owner grants input", g1.error?.data?.kind === "readOnly", JSON.stringify(g1));
+  const g2 = await a.request("process/grant", { processId: "tui", grantee: sidB, input: true });
+  c("the owner grants a viewer input", g2.result && !g2.error, JSON.stringify(g2));
+  const w2 = await b.request("process/write", { processId: "tui", sessionId: sid, chunk: b64("granted\r") });
+  c("a viewer with input writes", w2.result?.status === "accepted", JSON.stringify(w2));
+  await a.until(() => a.outputOf("tui").includes("granted\r\n"));
+  const g3 = await a.request("process/grant", { processId: "tui", grantee: "no-such-session", input: true });
+  c("granting to a non-viewer is an error", g3.error?.data?.kind === "notViewer", JSON.stringify(g3));
+  await a.request("process/resize", { processId: "tui", rows: 6, cols: 30 });
+  const snap2 = await a.request("process/snapshot", { processId: "tui" });
+  c("the model follows a resize", snap2.result?.rows === 6 && snap2.result?.cols === 30 && snap2.result?.ansi === undefined, JSON.stringify(snap2).slice(0, 200));
+  const bad = await a.request("process/snapshot", { processId: "tui", format: "png" });
+  c("snapshot: a bad format", bad.error?.code === -32602, JSON.stringify(bad));
+  await a.request("process/start", { processId: "pipe", argv: ["/bin/true"], cwd: "file:///tmp", env: {} });
+  const np = await a.request("process/snapshot", { processId: "pipe" });
+  c("snapshot of a pipe process: notTty", np.error?.data?.kind === "notTty", JSON.stringify(np));
+  // The agent view: exec/command and exec/readOutput with view "screen".
+  const ex = await a.request("exec/command", { cmd: "printf '\\033[?1049h\\033[HSCREEN-VIEW\\033[2;1Hrow-two'; sleep 3", tty: true, view: "screen", yield_time_ms: 800 });
+  const sc = ex.result?.structuredContent;
+  c("exec/command view screen: the screen as text", sc?.output === "SCREEN-VIEW\nrow-two" && sc?.screen?.alt_screen === true &&
+    ex.result.content[0].text.includes("Screen: 24x80"), JSON.stringify(ex).slice(0, 500));
+  const ro = await a.request("exec/readOutput", { session_id: sc?.session_id, view: "screen" });
+  c("exec/readOutput view screen", ro.result?.structuredContent?.output === "SCREEN-VIEW\nrow-two", JSON.stringify(ro).slice(0, 300));
+  const ex2 = await a.request("exec/command", { cmd: "echo hi", view: "screen" });
+  c("view screen without a tty is a tool error", ex2.result?.isError === true && /tty/.test(ex2.result.content[0].text), JSON.stringify(ex2));
+  await a.request("exec/killSession", { session_id: sc?.session_id, grace_ms: 0 });
+  await a.request("process/terminate", { processId: "tui", graceMs: 0 });
+  await b.close();
+  await a.close();
+}
+
 // ---- run ----------------------------------------------------------------------------------
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "uexec-proto-"));
 fs.chmodSync(tmp, 0o700);
@@ -384,6 +449,7 @@ check("serve listens on WebSocket", wsPort > 0, serveErr);
   check("[ws] a binary message is refused and the connection stays open", r.result?.status === "ready");
   await p.close();
   await daemon("ws", async () => { const q = new WsPeer(url, token); await q.open(); return q; });
+  await screenAndRoles("ws", async () => { const q = new WsPeer(url, token); await q.open(); return q; });
 }
 serve.kill("SIGTERM");
 const code = await Promise.race([once(serve, "exit").then(([c]) => c), sleep(10000).then(() => "timeout")]);

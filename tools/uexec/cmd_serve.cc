@@ -38,6 +38,8 @@ int cmd_serve(const std::vector<std::string>& args) {
   std::string socket_path = rpc::default_socket_path();
   std::string ws = "127.0.0.1:8022";
   SandboxFlags sandbox;
+  std::string web_root;
+  bool web = true;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (sandbox.consume(args, i)) continue;
     if (args[i] == "--socket" && i + 1 < args.size()) {
@@ -46,11 +48,18 @@ int cmd_serve(const std::vector<std::string>& args) {
       ws = args[++i];
     } else if (args[i] == "--no-ws") {
       ws.clear();
+    } else if (args[i] == "--web-root" && i + 1 < args.size()) {
+      web_root = args[++i];
+    } else if (args[i] == "--no-web") {
+      web = false;
     } else if (args[i] == "-h" || args[i] == "--help") {
-      std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws]\n"
+      std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]\n"
                  "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
                  "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (token in\n"
-                 "  <socket dir>/token). Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n",
+                 "  <socket dir>/token), which also serves the web terminal at http://127.0.0.1:8022/\n"
+                 "  (open the URL it prints: the token rides in its #fragment). --web-root: the page's\n"
+                 "  directory (default $UEXEC_WEB_ROOT, else the source tree's src/web/page).\n"
+                 "  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n",
                  stdout);
       std::fputs(SandboxFlags::kHelp, stdout);
       return 0;
@@ -101,6 +110,7 @@ int cmd_serve(const std::vector<std::string>& args) {
       return kExitInternal;
     }
     ::close(fd);
+    if (web) wo.web_root = web_root.empty() ? web::default_web_root() : web_root;
     ws_server = std::make_unique<web::WsServer>(loop, *server, wo);
     if (auto r = ws_server->start(); !r) {
       std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
@@ -108,6 +118,9 @@ int cmd_serve(const std::vector<std::string>& args) {
     }
     std::fprintf(stderr, "uexec serve: listening on ws://%s:%d/ (token in %s)\n", wo.host.c_str(), ws_server->port(),
                  token_path.c_str());
+    if (!wo.web_root.empty())
+      std::fprintf(stderr, "uexec serve: web terminal at http://%s:%d/#token=%s\n",
+                   wo.host == "::1" ? "[::1]" : wo.host.c_str(), ws_server->port(), wo.token.c_str());
   }
 #endif
 
