@@ -627,9 +627,10 @@ ExecServer::Process* ExecServer::Connection::process_or_error(const json& id, co
 
 // A viewer without input may only watch: false (and the error sent) when this session may not
 // `what` the process. `input`: granted input allows it (writes, signals), else owner-only.
+// While the owner is away (no connection), no one can grant, so viewers may act.
 bool ExecServer::Connection::may_control(const json& id, Process& p, const char* what, bool input) {
   auto it = p.viewers.find(session_);
-  if (it == p.viewers.end() || (input && it->second)) return true;
+  if (it == p.viewers.end() || (input && it->second) || !p.owner->conn) return true;
   error(id, kInvalidRequest,
         fmt::format("this connection is a viewer of process {}: it may not {} it{}", p.id, what,
                     input ? " unless the owner grants input (process/grant)" : ""),
@@ -1028,7 +1029,10 @@ void ExecServer::Connection::m_list(const json& id, const json& params) {
         viewers.push_back({{"sessionId", vs->id}, {"clientName", vs->client_name}, {"input", input},
                            {"connected", vs->conn != nullptr}});
       e["viewers"] = std::move(viewers);
-      e["role"] = s.get() == session_ ? "owner" : (p->viewers.count(session_) ? "viewer" : "participant");
+      auto me = p->viewers.find(session_);
+      e["role"] = s.get() == session_ ? "owner" : (me != p->viewers.end() ? "viewer" : "participant");
+      e["ownerConnected"] = s->conn != nullptr;
+      e["canInput"] = me == p->viewers.end() || me->second || !s->conn;
       out.push_back(std::move(e));
     }
   }

@@ -133,7 +133,17 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
           return http_text(wsi, HTTP_STATUS_SERVICE_UNAVAILABLE,
                            "the web page's files are missing: " + path +
                                "\n(tools/dev build installs them with npm ci in src/web/page; or pass --web-root DIR)\n");
-        int n = lws_serve_http_file(wsi, path.c_str(), f.mime, nullptr, 0);
+        // xterm.js injects <style> elements (theme, cell size), so styles may be inline;
+        // scripts come from our own files only.
+        static const std::string kHeaders =
+            "content-security-policy: default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+            "img-src 'self' data:; font-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; "
+            "form-action 'none'\x0d\x0a"
+            "x-content-type-options: nosniff\x0d\x0a"
+            "x-frame-options: deny\x0d\x0a"
+            "referrer-policy: no-referrer\x0d\x0a"
+            "cache-control: no-store\x0d\x0a";
+        int n = lws_serve_http_file(wsi, path.c_str(), f.mime, kHeaders.data(), static_cast<int>(kHeaders.size()));
         if (n < 0) return -1;
         if (n > 0 && lws_http_transaction_completed(wsi)) return -1;
         return 0;
@@ -285,7 +295,9 @@ Result<void> WsServer::start() {
   info.port = opts_.port == 0 ? CONTEXT_PORT_NO_LISTEN_SERVER : opts_.port;
   info.iface = opts_.host.c_str();
   info.protocols = kProtocols;
-  info.options = LWS_SERVER_OPTION_LIBUV | LWS_SERVER_OPTION_HTTP_HEADERS_SECURITY_BEST_PRACTICES_ENFORCE;
+  // Security headers are ours (see the page files): lws's defaults forbid the inline styles
+  // xterm.js needs.
+  info.options = LWS_SERVER_OPTION_LIBUV;
   info.foreign_loops = loops;
   info.user = this;
   info.pt_serv_buf_size = 32 * 1024;
