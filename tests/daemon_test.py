@@ -94,6 +94,7 @@ def read_until(fd, needle, timeout=10.0):
 
 got = read_until(master, b"sent-42")
 check("attach replays retained output", b"sent-42" in got, repr(got[-200:]))
+check("attach repaints the screen model (process/snapshot ansi)", b"\x1b[H\x1b[2J" in got, repr(got[:200]))
 os.write(master, b"stty size\r")
 got = read_until(master, b"33 99")
 check("attach forwards its size", b"33 99" in got, repr(got[-200:]))

@@ -298,13 +298,7 @@ int cmd_attach(const std::vector<std::string>& args) {
   auto& [client, target] = *opened;
   rpc::Client* c = &client;
   const Target* t = &target;
-  json sub = addr(*t);
-  sub["afterSeq"] = 0;
-  if (auto r = c->call("process/subscribe", sub); !r) {
-    std::fprintf(stderr, "uexec attach: %s\n", r.error().context.c_str());
-    return 1;
-  }
-  bool is_tty = ::isatty(0) == 1;
+  bool is_tty = ::isatty(0) == 1 && ::isatty(1) == 1;
   termios saved{};
   bool raw = false;
   if (is_tty && ::tcgetattr(0, &saved) == 0) {
@@ -326,6 +320,24 @@ int cmd_attach(const std::vector<std::string>& args) {
   ::sigaction(SIGWINCH, &sa, nullptr);
   resize();
   if (is_tty) std::fprintf(stderr, "[attached to %s; Ctrl-] detaches]\r\n", args[0].c_str());
+  // A terminal on a terminal: the screen model's repaint at our size, then the live tail
+  // from its seq (no gap, no duplicate). Otherwise the retained output is replayed.
+  json sub = addr(*t);
+  sub["afterSeq"] = 0;
+  if (t->tty && is_tty) {
+    json sp = addr(*t);
+    sp["format"] = "ansi";
+    if (auto snap = c->call("process/snapshot", sp); snap && (*snap).contains("ansi")) {
+      write_out((*snap)["ansi"].get<std::string>());
+      sub["afterSeq"] = (*snap)["seq"];
+    }
+  }
+  if (auto r = c->call("process/subscribe", sub); !r) {
+    if (raw) ::tcsetattr(0, TCSADRAIN, &saved);
+    std::fprintf(stderr, "uexec attach: %s\n", r.error().context.c_str());
+    return 1;
+  }
+
   int code = -1;
   bool done = false, detached = false;
   while (!done) {
@@ -370,6 +382,8 @@ int cmd_attach(const std::vector<std::string>& args) {
     }
   }
   if (raw) ::tcsetattr(0, TCSADRAIN, &saved);
+  // Leave our terminal as we found it: the main screen, normal keys, no mouse, a cursor.
+  if (is_tty && t->tty) write_out("\x1b[0m\x1b[?1049l\x1b[?1l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?25h");
   if (detached) {
     std::fprintf(stderr, "\r\n[detached; the process keeps running]\n");
     return 0;
