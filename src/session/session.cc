@@ -161,7 +161,12 @@ Result<Session::ScreenState> Session::screen() {
     if (!s) return std::move(s).error();
     screen_ = std::move(s).value();
     screen_cursor_ = 0;
-    screen_sub_ = ring_.subscribe([this] { feed_screen(); });
+    // Fed in batches: a flood then reaches the model as a few large pieces whose scrolled-away
+    // lines it can skip. A batch stays well inside the ring's tail, so nothing is lost.
+    screen_batch_ = std::clamp<std::size_t>(config_->retain_bytes / 4, 4096, 256 * 1024);
+    screen_sub_ = ring_.subscribe([this] {
+      if (ring_.total() - screen_cursor_ >= screen_batch_) feed_screen();
+    });
   }
   feed_screen();
   return ScreenState{screen_.get(), screen_seq_, screen_exact_};
@@ -172,13 +177,16 @@ void Session::feed_screen() {
   for (;;) {
     auto r = ring_.read_from(screen_cursor_, SIZE_MAX);
     if (r.gap > 0) screen_exact_ = false;
+    screen_buf_.clear();
     for (const auto& piece : r.pieces) {
-      screen_->feed(std::string_view(reinterpret_cast<const char*>(piece.bytes.data()), piece.bytes.size()));
+      screen_buf_.append(reinterpret_cast<const char*>(piece.bytes.data()), piece.bytes.size());
       screen_seq_ = std::max(screen_seq_, piece.seq);
     }
+    screen_->feed(screen_buf_);
     if (r.next == screen_cursor_) break;
     screen_cursor_ = r.next;
   }
+  if (screen_buf_.capacity() > 2 * screen_batch_) std::string().swap(screen_buf_);
 }
 
 Result<void> Session::signal(int sig, pty::SignalTarget target) {

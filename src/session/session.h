@@ -104,8 +104,8 @@ class Session final : public pty::ProcessListener {
   void terminate();
   void terminate(std::chrono::milliseconds grace);
   // The screen model of a tty session (process/snapshot, view "screen", web attach): built
-  // on first use by replaying the retained output, then fed on every append, so `seq` (the
-  // last output chunk applied) is current when this returns. `exact` is false when the
+  // on first use by replaying the retained output, then fed in batches as output arrives and
+  // brought up to date here, so `seq` (the last output chunk applied) is current. `exact` is false when the
   // replay or the feed skipped evicted output. kUnsupported: not a tty, or no libvterm.
   struct ScreenState {
     const term::Screen* screen = nullptr;
@@ -159,6 +159,8 @@ class Session final : public pty::ProcessListener {
   std::unique_ptr<term::Screen> screen_;
   std::unique_ptr<Subscription> screen_sub_;
   Offset screen_cursor_ = 0;
+  std::size_t screen_batch_ = 0;  // feed the model once this much output is pending
+  std::string screen_buf_;        // one batch, contiguous
   Seq screen_seq_ = 0;
   bool screen_exact_ = true;
 };

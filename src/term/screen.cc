@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <utf8proc.h>
 
 #ifdef UEXEC_HAVE_VTERM
 #include <vterm.h>
@@ -185,10 +186,202 @@ Screen::Screen(base::PtySize size, std::size_t scrollback_lines)
 
 Screen::~Screen() = default;
 
-void Screen::feed(std::string_view bytes) {
-  if (bytes.empty()) return;
-  scan(bytes);
-  vterm_input_write(impl_->vt, bytes.data(), bytes.size());
+void Screen::feed(std::string_view b) {
+  if (b.empty()) return;
+  // Walks the bytes once with the mode scanner, finding "plain runs": text, CR, LF, TAB, BS,
+  // BEL and SGR sequences, which only draw lines and set the pen. A run with many CRLFs is
+  // mostly lines that scroll away before anyone can see them (a flood): those are skipped
+  // (skip_lines) instead of being drawn and scrolled one by one, which is what makes
+  // libvterm slow (each scroll moves the whole grid).
+  const std::size_t n = b.size();
+  const std::size_t keep = static_cast<std::size_t>(size_.rows) + 1;  // CRLFs drawn for real
+  std::size_t fed = 0;  // b[0, fed) has reached libvterm
+  bool active = false;
+  std::size_t start = 0, esc = 0, crlfs = 0, first_end = 0;
+  crlf_ends_.assign(keep + 1, 0);
+  auto fast_ok = [&] { return modes_.top == 0 && modes_.bottom == 0 && !modes_.origin; };
+  auto close_run = [&](std::size_t end) {
+    if (!active) return;
+    active = false;
+    if (crlfs < 2 * keep) return;
+    std::size_t split = crlf_ends_[(crlfs - keep) % crlf_ends_.size()];  // the last `keep` CRLFs are drawn
+    if (split <= first_end || split > end) return;
+    vterm_input_write(impl_->vt, b.data() + fed, first_end - fed);
+    skip_lines(b.substr(first_end, split - first_end));
+    fed = split;
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (scan_ == ScanState::kGround && static_cast<unsigned char>(b[i]) >= 0x20) {
+      // The hot path: text. The scanner has nothing to do; a run may start here.
+      std::size_t j = i;
+      while (j < n && static_cast<unsigned char>(b[j]) >= 0x20) ++j;
+      if (!active && fast_ok()) {
+        active = true;
+        start = i;
+        crlfs = 0;
+        first_end = 0;
+      }
+      i = j - 1;
+      continue;
+    }
+    const unsigned char c = static_cast<unsigned char>(b[i]);
+    const ScanState before = scan_;
+    scan_byte(c);
+    if (before == ScanState::kGround) {
+      bool plain = c >= 0x20 || c == '\r' || c == '\n' || c == '\t' || c == '\b' || c == 0x07 || c == 0x1b;
+      if (!plain) {
+        close_run(i);
+        continue;
+      }
+      if (!active) {
+        if (!fast_ok()) continue;
+        active = true;
+        start = i;
+        crlfs = 0;
+        first_end = 0;
+      }
+      if (c == 0x1b) {
+        esc = i;
+      } else if (c == '\n' && i > start && b[i - 1] == '\r') {
+        ++crlfs;
+        if (crlfs == 1) first_end = i + 1;
+        crlf_ends_[crlfs % crlf_ends_.size()] = i + 1;
+      }
+    } else if (active) {
+      // Inside an escape sequence that began at `esc`: only a complete SGR keeps the run.
+      if (scan_ == ScanState::kGround) {
+        bool sgr = before == ScanState::kCsi && c == 'm' &&
+                   csi_.find_first_not_of("0123456789;:") == csi_.size() - 1;
+        if (!sgr) close_run(esc);
+      } else if (scan_ != ScanState::kCsi || c < 0x20) {
+        close_run(esc);
+      }
+    }
+  }
+  if (active) close_run(scan_ == ScanState::kGround ? n : esc);
+  vterm_input_write(impl_->vt, b.data() + fed, n - fed);
+}
+
+// The effect of a plain run that ends with CRLF and holds at least `rows` of them, without
+// drawing it: the cursor ends on the bottom row, column 0, every row above it came from
+// this text and scrolls away under the `rows + 1` CRLFs drawn next, and the pen is the last
+// SGR's. What a person could still scroll back to is kept: the rows above the cursor, then
+// the run's lines (SGR removed, a lone CR keeps what follows it, wrapped at the width).
+void Screen::skip_lines(std::string_view run) {
+  // The pen: the SGRs after the last reset (a run holds no other escape sequence).
+  std::string pen;
+  std::size_t from = 0;
+  for (std::size_t at = run.rfind('\x1b'); at != std::string_view::npos; at = at ? run.rfind('\x1b', at - 1) : std::string_view::npos) {
+    std::string_view seq = run.substr(at, run.find('m', at) - at + 1);
+    if (seq == "\x1b[m" || seq == "\x1b[0m") {
+      from = at + seq.size();
+      break;
+    }
+  }
+  for (std::size_t at = run.find('\x1b', from); at != std::string_view::npos; at = run.find('\x1b', at + 1))
+    pen.append(run.substr(at, run.find('m', at) - at + 1));
+  // The text: only the last lines can still be in the scrollback.
+  std::size_t text_from = 0;
+  if (!alt_screen_ && scrollback_max_ > 0) {
+    std::size_t lf = run.size() - 1, wanted = scrollback_max_ + 1;
+    while (wanted-- > 0 && lf > 0) {
+      std::size_t prev = run.rfind('\n', lf - 1);
+      if (prev == std::string_view::npos) {
+        lf = 0;
+        break;
+      }
+      lf = prev;
+    }
+    text_from = lf == 0 ? 0 : lf + 1;
+  } else {
+    text_from = run.size();
+  }
+  std::vector<std::string> lines(1);
+  for (std::size_t i = text_from; i < run.size(); ++i) {
+    // Most lines are plain ASCII that fits: taken whole.
+    if (lines.back().empty()) {
+      std::size_t j = i;
+      while (j < run.size() && run[j] >= 0x20 && run[j] < 0x7f) ++j;
+      if (j + 1 < run.size() && run[j] == '\r' && run[j + 1] == '\n' && j - i <= static_cast<std::size_t>(size_.cols)) {
+        lines.back().assign(run.substr(i, j - i));
+        lines.emplace_back();
+        i = j + 1;
+        continue;
+      }
+    }
+    char c = run[i];
+    if (c == 0x1b) {
+      i = run.find('m', i);
+    } else if (c == '\r') {
+      if (i + 1 < run.size() && run[i + 1] == '\n') {
+        lines.emplace_back();
+        ++i;
+      } else {
+        lines.back().clear();
+      }
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      // Only valid UTF-8, without C1 controls, reaches the scrollback (and so a repaint).
+      utf8proc_int32_t cp = -1;
+      auto len = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(run.data() + i),
+                                  static_cast<utf8proc_ssize_t>(run.size() - i), &cp);
+      if (len < 1) {
+        len = 1;
+        cp = 0xFFFD;
+      }
+      if (cp >= 0xA0 && lines.back().size() < kMaxScrollbackLine) put_utf8(lines.back(), static_cast<std::uint32_t>(cp));
+      i += static_cast<std::size_t>(len) - 1;
+    } else if (c >= 0x20 && c != 0x7f) {
+      if (lines.back().size() < kMaxScrollbackLine) lines.back() += c;
+    } else if (c == '\t') {
+      lines.back() += ' ';
+    }
+  }
+  lines.pop_back();  // the run ends with CRLF
+  if (!alt_screen_ && scrollback_max_ > 0) {
+    if (text_from > 0 && lines.size() >= scrollback_max_) scrollback_.clear();
+    Cursor cur = cursor();
+    for (int r = 0; r < cur.row; ++r) push_scrollback(row_text(r));
+    // Only the last scrollback_max_ rows can survive; wrapped at the width (utf8proc's widths).
+    std::vector<std::string> rows_out;
+    for (auto it = lines.rbegin(); it != lines.rend() && rows_out.size() < scrollback_max_; ++it) {
+      if (it->size() <= static_cast<std::size_t>(size_.cols) &&
+          std::all_of(it->begin(), it->end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x80; })) {
+        rtrim(*it);
+        rows_out.push_back(std::move(*it));
+        continue;
+      }
+      std::vector<std::string> pieces;
+      std::string cur_piece;
+      int cols = 0;
+      const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(it->data());
+      utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(it->size());
+      while (left > 0) {
+        utf8proc_int32_t cp = *p;
+        utf8proc_ssize_t len = 1;
+        if (cp >= 0x80) len = utf8proc_iterate(p, left, &cp);
+        if (len < 1) break;  // cannot happen: the text was made valid above
+        int w = cp < 0x80 ? 1 : utf8proc_charwidth(cp);
+        if (w > 0 && cols + w > size_.cols) {
+          pieces.push_back(std::move(cur_piece));
+          cur_piece.clear();
+          cols = 0;
+        }
+        cols += w;
+        cur_piece.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(len));
+        p += len;
+        left -= len;
+      }
+      pieces.push_back(std::move(cur_piece));
+      for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {
+        rtrim(*piece);
+        rows_out.push_back(std::move(*piece));
+      }
+    }
+    for (auto it = rows_out.rbegin(); it != rows_out.rend(); ++it) push_scrollback(std::move(*it));
+  }
+  std::string reset = fmt::format("\x1b[2J\x1b[{};1H", size_.rows);
+  vterm_input_write(impl_->vt, reset.data(), reset.size());
+  vterm_input_write(impl_->vt, pen.data(), pen.size());
 }
 
 void Screen::resize(base::PtySize size) {
@@ -221,10 +414,12 @@ std::string Screen::ansi() const {
   std::string out = "\x1b[0m\x1b[H\x1b[2J";
   // Scrollback first, each line pushed past the top so it lands in the viewer's history.
   if (!scrollback_.empty()) {
+    out += "\x1b[?7l";  // a line a little too wide for the viewer is cut, never spread over two rows
     for (const auto& line : scrollback_) {
       out += line;
       out += "\r\n";
     }
+    out += "\x1b[?7h";
     out.append(static_cast<std::size_t>(size_.rows - 1), '\n');
     out += "\x1b[H";
   }
@@ -332,7 +527,11 @@ void Screen::push_scrollback(std::string line) {
 // The mode scanner: ESC, CSI and string (OSC/DCS/APC/PM/SOS) framing, enough to see the
 // DEC private modes and margins that libvterm 0.1 keeps to itself.
 void Screen::scan(std::string_view bytes) {
-  for (unsigned char c : bytes) {
+  for (unsigned char c : bytes) scan_byte(c);
+}
+
+void Screen::scan_byte(unsigned char c) {
+  {
     switch (scan_) {
       case ScanState::kGround:
         if (c == 0x1b) scan_ = ScanState::kEsc;
@@ -388,7 +587,7 @@ void Screen::scan(std::string_view bytes) {
         string_done();
         if (c != '\\') {
           scan_ = ScanState::kEsc;
-          scan(std::string_view(reinterpret_cast<const char*>(&c), 1));
+          scan_byte(c);
         }
         break;
     }

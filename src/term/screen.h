@@ -86,6 +86,8 @@ class Screen {
 
   Screen(base::PtySize size, std::size_t scrollback_lines);
   void scan(std::string_view bytes);
+  void scan_byte(unsigned char c);
+  void skip_lines(std::string_view run);
   void csi_done();
   void string_done();
   void push_scrollback(std::string line);
@@ -104,6 +106,7 @@ class Screen {
   std::string csi_;  // parameter and intermediate bytes of the CSI being scanned (bounded)
   bool osc_ = false; // the string being scanned is an OSC
   std::string str_;  // its bytes (bounded)
+  std::vector<std::size_t> crlf_ends_;  // feed(): where the last rows+2 CRLFs of a run end
 };
 
 }  // namespace uexec::term

@@ -152,3 +152,32 @@ TEST_CASE("seq: output chunks, exited and closed share one counter; closed is la
   CHECK(s.closed_seq() == s.exited_seq() + 1);
   CHECK(s.next_seq() == s.closed_seq() + 1);
 }
+
+TEST_CASE("the screen model follows a real flood in batches and ends on the last rows") {
+  // A model made before the flood is fed in batches (whole lines it skips); one made after
+  // it replays the retained output (inexact: the middle was evicted). Both end showing the
+  // flood's last 24 lines.
+  ManagerFixture f;
+  auto& s = f.start(request({"/bin/sh", "-c", "sleep 0.3; seq 1 200000"}, true));
+  auto early = s.screen();
+  REQUIRE(early);
+  REQUIRE(f.wait_finished(s));
+  auto st = s.screen();
+  REQUIRE(st);
+  auto lines = st->screen->lines();
+  REQUIRE(lines.size() == 24);
+  CHECK(lines[0] == "199978");
+  CHECK(lines[22] == "200000");
+  CHECK(lines[23].empty());
+  CHECK(st->seq > 0);
+  CHECK(st->seq < s.exited_seq());
+  CHECK(st->screen->scrollback().back() == "199977");
+  CHECK(st->exact);
+
+  auto& late = f.start(request({"/bin/sh", "-c", "seq 1 200000"}, true));
+  REQUIRE(f.wait_finished(late));
+  auto lt = late.screen();
+  REQUIRE(lt);
+  CHECK(lt->screen->lines() == lines);
+  CHECK_FALSE(lt->exact);  // 1.3 MB of output, 1 MiB retained: the middle was never seen
+}
