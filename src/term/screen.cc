@@ -121,6 +121,11 @@ bool visible_blank(const VTermScreenCell& c) {
 struct Screen::Impl {
   VTerm* vt = nullptr;
   VTermScreen* vs = nullptr;
+  // The main screen as it was when the alternate screen was entered (libvterm keeps it
+  // but does not expose it), and the cursor then (the one 1049 saves).
+  std::vector<VTermScreenCell> primary;
+  int primary_rows = 0, primary_cols = 0;
+  VTermPos primary_cursor{0, 0};
   ~Impl() {
     if (vt) vterm_free(vt);
   }
@@ -138,6 +143,7 @@ struct Screen::Callbacks {
     switch (prop) {
       case VTERM_PROP_ALTSCREEN:
         self->alt_screen_ = val->boolean != 0;
+        if (!self->alt_screen_) std::vector<VTermScreenCell>().swap(self->impl_->primary);  // needed no more
         break;
       case VTERM_PROP_CURSORVISIBLE:
         self->cursor_visible_ = val->boolean != 0;
@@ -257,9 +263,28 @@ void Screen::feed(std::string_view b) {
         close_run(esc);
       }
     }
+    if (alt_enter_) {
+      alt_enter_ = false;
+      if (!alt_screen_ && !active) {
+        // Up to (not including) the sequence's final byte: libvterm holds the unfinished
+        // CSI; what it shows now is the main screen the alternate one is about to cover.
+        vterm_input_write(impl_->vt, b.data() + fed, i - fed);
+        fed = i;
+        capture_primary();
+      }
+    }
   }
   if (active) close_run(scan_ == ScanState::kGround ? n : esc);
   vterm_input_write(impl_->vt, b.data() + fed, n - fed);
+}
+
+void Screen::capture_primary() {
+  impl_->primary_rows = size_.rows;
+  impl_->primary_cols = size_.cols;
+  impl_->primary.resize(static_cast<std::size_t>(size_.rows) * size_.cols);
+  for (int r = 0; r < size_.rows; ++r)
+    for (int c = 0; c < size_.cols; ++c) impl_->primary[static_cast<std::size_t>(r) * size_.cols + c] = impl_->cell(r, c);
+  vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &impl_->primary_cursor);
 }
 
 // The effect of a plain run that ends with CRLF and holds at least `rows` of them, without
@@ -423,30 +448,43 @@ std::string Screen::ansi() const {
     out.append(static_cast<std::size_t>(size_.rows - 1), '\n');
     out += "\x1b[H";
   }
-  if (alt_screen_) out += "\x1b[?1049h\x1b[H\x1b[2J";
-  Pen pen;
-  bool pen_set = false;
-  for (int r = 0; r < size_.rows; ++r) {
-    int last = -1;
-    for (int c = 0; c < size_.cols; ++c) {
-      VTermScreenCell cell = impl_->cell(r, c);
-      if ((cell.chars[0] != 0 && cell.chars[0] != kWideContinuation) || visible_blank(cell)) last = c;
-    }
-    if (last < 0) continue;
-    out += fmt::format("\x1b[{};1H", r + 1);
-    for (int c = 0; c <= last; ++c) {
-      VTermScreenCell cell = impl_->cell(r, c);
-      if (cell.chars[0] == kWideContinuation) continue;
-      Pen p{cell.attrs, cell.fg, cell.bg};
-      if (!pen_set || !same_pen(p, pen)) {
-        pen_sgr(out, p);
-        pen = p;
-        pen_set = true;
+  auto paint = [&out](int rows, int cols, auto&& get) {
+    Pen pen;
+    bool pen_set = false;
+    for (int r = 0; r < rows; ++r) {
+      int last = -1;
+      for (int c = 0; c < cols; ++c) {
+        VTermScreenCell cell = get(r, c);
+        if ((cell.chars[0] != 0 && cell.chars[0] != kWideContinuation) || visible_blank(cell)) last = c;
       }
-      cell_text(out, cell);
-      if (cell.width == 2) ++c;
+      if (last < 0) continue;
+      out += fmt::format("\x1b[{};1H", r + 1);
+      for (int c = 0; c <= last; ++c) {
+        VTermScreenCell cell = get(r, c);
+        if (cell.chars[0] == kWideContinuation) continue;
+        Pen p{cell.attrs, cell.fg, cell.bg};
+        if (!pen_set || !same_pen(p, pen)) {
+          pen_sgr(out, p);
+          pen = p;
+          pen_set = true;
+        }
+        cell_text(out, cell);
+        if (cell.width == 2) ++c;
+      }
     }
+  };
+  if (alt_screen_) {
+    // The main screen under the alternate one, and the cursor 1049 saved, so that leaving
+    // the alternate screen shows what the model shows.
+    if (!impl_->primary.empty()) {
+      int rows = std::min<int>(size_.rows, impl_->primary_rows), cols = std::min<int>(size_.cols, impl_->primary_cols);
+      paint(rows, cols, [this](int r, int c) { return impl_->primary[static_cast<std::size_t>(r) * impl_->primary_cols + c]; });
+      out += fmt::format("\x1b[0m\x1b[{};{}H", std::min<int>(impl_->primary_cursor.row, size_.rows - 1) + 1,
+                         std::min<int>(impl_->primary_cursor.col, size_.cols - 1) + 1);
+    }
+    out += "\x1b[?1049h\x1b[H\x1b[2J";
   }
+  paint(size_.rows, size_.cols, [this](int r, int c) { return impl_->cell(r, c); });
   // The program's current pen, so what it writes next keeps its attributes.
   {
     VTermState* st = vterm_obtain_state(impl_->vt);
@@ -637,6 +675,9 @@ void Screen::csi_done() {
         case 1004: modes_.focus_events = on; break;
         case 1006: modes_.mouse_sgr = on; break;
         case 2004: modes_.bracketed_paste = on; break;
+        case 47:
+        case 1047:
+        case 1049: if (on) alt_enter_ = true; break;
         default: break;
       }
     }

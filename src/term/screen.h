@@ -107,6 +107,8 @@ class Screen {
   bool osc_ = false; // the string being scanned is an OSC
   std::string str_;  // its bytes (bounded)
   std::vector<std::size_t> crlf_ends_;  // feed(): where the last rows+2 CRLFs of a run end
+  bool alt_enter_ = false;  // the scanner just saw ?47h, ?1047h or ?1049h
+  void capture_primary();
 };
 
 }  // namespace uexec::term

@@ -117,8 +117,14 @@ TEST_CASE("screen: the alternate screen of vim, and the shell's screen after :q"
   CHECK(a.find("\x1b[?1049h") != std::string::npos);
   CHECK(a.find("\x1b[?2004h") != std::string::npos);
   check_repaint(*s);
+  // A viewer attached during vim: after :q it shows the shell's screen under vim too.
+  auto viewer = screen();
+  viewer->feed(s->ansi());
 
   s->feed(data_file("vim_quit.bin"));
+  viewer->feed(data_file("vim_quit.bin"));
+  CHECK(viewer->lines() == s->lines());
+  CHECK(viewer->cursor().row == s->cursor().row);
   CHECK_FALSE(s->alt_screen());
   CHECK(s->lines()[0] == "before vim");
   CHECK_FALSE(s->app_cursor_keys());

@@ -124,7 +124,7 @@
 
   // A cwd for display: the path, with the user's home as "~".
   function cwdPath(uri) {
-    const path = uriPath(uri);
+    let path = uriPath(uri);
     const home = conn.homeDir;
     if (home && (path === home || path.startsWith(home + '/'))) path = '~' + path.slice(home.length);
     return path;
@@ -583,6 +583,9 @@
     att.accepting = true;
     fitTerminal();
     if (att.role === 'owner') scheduleRemoteResize();
+    // A viewer's input right (canInput) changed with this subscribe: learn it now, not at
+    // the next poll.
+    if (att.role === 'viewer') refreshList();
     updateToolbar();
     if (!resync) term.focus();
   }
