@@ -43,6 +43,17 @@ void put_utf8(std::string& out, std::uint32_t cp) {
   }
 }
 
+// Length (0-3) of a trailing, valid but incomplete UTF-8 sequence.
+std::size_t incomplete_utf8_tail(std::string_view s) {
+  for (std::size_t k = 1; k <= 3 && k <= s.size(); ++k) {
+    auto c = static_cast<unsigned char>(s[s.size() - k]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    std::size_t need = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+    return need > k ? k : 0;
+  }
+  return 0;
+}
+
 void rtrim(std::string& s) {
   while (!s.empty() && s.back() == ' ') s.pop_back();
 }
@@ -192,7 +203,22 @@ Screen::Screen(base::PtySize size, std::size_t scrollback_lines)
 
 Screen::~Screen() = default;
 
-void Screen::feed(std::string_view b) {
+void Screen::feed(std::string_view bytes) {
+  // libvterm 0.1 turns a UTF-8 sequence split across two writes after text into U+FFFD, and
+  // reads split them all the time: an incomplete tail waits for the rest.
+  std::string joined;
+  if (!utf8_hold_.empty()) {
+    joined = utf8_hold_;
+    joined.append(bytes);
+    utf8_hold_.clear();
+    bytes = joined;
+  }
+  std::size_t hold = incomplete_utf8_tail(bytes);
+  utf8_hold_.assign(bytes.substr(bytes.size() - hold));
+  feed_whole(bytes.substr(0, bytes.size() - hold));
+}
+
+void Screen::feed_whole(std::string_view b) {
   if (b.empty()) return;
   // Walks the bytes once with the mode scanner, finding "plain runs": text, CR, LF, TAB, BS,
   // BEL and SGR sequences, which only draw lines and set the pen. A run with many CRLFs is

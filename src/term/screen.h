@@ -85,6 +85,7 @@ class Screen {
   enum class ScanState { kGround, kEsc, kCsi, kString, kStringEsc };
 
   Screen(base::PtySize size, std::size_t scrollback_lines);
+  void feed_whole(std::string_view bytes);
   void scan(std::string_view bytes);
   void scan_byte(unsigned char c);
   void skip_lines(std::string_view run);
@@ -107,6 +108,7 @@ class Screen {
   bool osc_ = false; // the string being scanned is an OSC
   std::string str_;  // its bytes (bounded)
   std::vector<std::size_t> crlf_ends_;  // feed(): where the last rows+2 CRLFs of a run end
+  std::string utf8_hold_;  // an incomplete UTF-8 sequence at the end of the last feed
   bool alt_enter_ = false;  // the scanner just saw ?47h, ?1047h or ?1049h
   void capture_primary();
 };

@@ -157,6 +157,9 @@ TEST_CASE("screen: UTF-8 split across feeds, titles, resizes and bounded scrollb
   std::string text = "\xe6\x97\xa5";  // one CJK character fed a byte at a time
   for (char c : text) s->feed(std::string(1, c));
   CHECK(s->lines()[0] == "\u65e5");
+  s->feed("abc\xc3");  // split right after text (libvterm alone shows U+FFFD)
+  s->feed("\xa9");
+  CHECK(s->lines()[0] == "\u65e5abc\u00e9");
   s->feed("\x1b]2;my title\x07");
   CHECK(s->title() == "my title");
   // An OSC split across feeds, and a CSI split across feeds, are still seen whole.
