@@ -419,6 +419,13 @@ void ExecServer::Connection::resume_when_drained() {
       }
       server_.push(*p);
     }
+    // And what it watches of other sessions (a viewer): without this, a viewer that fell
+    // behind at the end of a stream would never get the rest, `exited` or `closed`.
+    for (auto& [sid, other] : server_.sessions_) {
+      if (other.get() == session_) continue;
+      for (auto& [pid, p] : other->procs)
+        if (p->subs.count(session_)) server_.push(*p);
+    }
   });
 }
 

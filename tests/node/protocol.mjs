@@ -317,6 +317,24 @@ async function daemon(label, open) {
   c("the second client gets every byte or an explicit gap", b.outputOf("flood") === want || gap, `${b.outputOf("flood").length}`);
   c("a slow client blocks neither the others nor the child", done(a) && done(b));
   await slow.close();
+  // A viewer that falls far behind (past the 4 MiB high watermark) and then reads again
+  // catches up to the end, gaps allowed, `closed` included, although the process belongs to
+  // another session.
+  const lag = await open();
+  await lag.init({ capabilities: { extensions: true } });
+  await a.request("process/start", { processId: "big", argv: ["/bin/sh", "-c", "read x; yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -n 150000"], cwd: "file:///tmp", env: { PATH: "/usr/bin:/bin" }, tty: false, pipeStdin: true });
+  await lag.request("process/subscribe", { processId: "big", sessionId: sid, afterSeq: 0 });
+  if (lag.sock) lag.sock.pause();
+  if (lag.ws) lag.ws._socket?.pause();
+  await a.request("process/write", { processId: "big", chunk: b64("go\n") });
+  await a.until(() => a.eventsOf("big").some((n) => n.method === "process/closed"), 30000);
+  await sleep(300);
+  if (lag.sock) lag.sock.resume();
+  if (lag.ws) lag.ws._socket?.resume();
+  const caught = await lag.until(() => lag.eventsOf("big").some((n) => n.method === "process/closed"), 20000);
+  c("a viewer far behind that reads again gets the rest and closed", caught,
+    `${lag.eventsOf("big").length} events, last seq ${lag.eventsOf("big").at(-1)?.params?.seq}`);
+  await lag.close();
 
   // Disconnect mid-stream: the process keeps running; resume the session and read.
   await a.request("process/start", { processId: "ticker", argv: ["/bin/sh", "-c", "while :; do echo tick; sleep 0.05; done"], cwd: "file:///tmp", env: { PATH: "/usr/bin:/bin" } });
