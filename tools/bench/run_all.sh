@@ -68,7 +68,24 @@ for p in "${programs[@]}"; do
   cat "$out/$p.md"
 done
 
-python3 - "$out" "${programs[@]}" <<'PY'
+# B1, the web terminal: one browser attached to a flood (node + Debian chromium; tools/dev
+# bench installs both and tests/web's npm packages).
+merged=("${programs[@]}")
+rm -f "$out/bench_web.json" "$out/bench_web.md"
+if command -v node >/dev/null 2>&1 && [[ -x /usr/bin/chromium ]]; then
+  echo "== bench_web ${quick[*]:-}" >&2
+  if node "$root/tools/bench/bench_web.mjs" "${quick[@]}" --build "$build" --json "$out/bench_web.json" >"$out/bench_web.md"; then
+    merged+=(bench_web)
+  else
+    echo "run_all.sh: bench_web failed" >&2
+    failed=1
+  fi
+  cat "$out/bench_web.md"
+else
+  echo "run_all.sh: node or /usr/bin/chromium missing; B1 (bench_web) skipped" >&2
+fi
+
+python3 - "$out" "${merged[@]}" <<'PY'
 import json, os, sys
 out, programs = sys.argv[1], sys.argv[2:]
 merged = []
