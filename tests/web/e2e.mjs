@@ -1,6 +1,6 @@
 // e2e.mjs UEXEC: the web terminal end to end. A real `uexec serve` (temporary socket
 // directory, WebSocket on 127.0.0.1 port 0) and Debian's chromium driven by playwright-core:
-// connect, New shell, typing, resize, the alternate screen (top, vi), reload with resume,
+// connect, New shell, typing, paste, resize, the alternate screen (top, vi), reload with resume,
 // a second browser as a read-only viewer (and its input while the owner is away), Ctrl-C,
 // and the kill button. What the page renders is read from the DOM (`.xterm-rows`) and
 // compared with the daemon's screen model (process/snapshot).
@@ -349,6 +349,14 @@ await step("3. typing", async () => {
   await waitPrompt(page1);
   await waitAgree(page1, target);
   check("the rendered screen equals process/snapshot lines", true);
+  // Paste: xterm.js turns a paste into input, bracketed since bash asked for it (so the
+  // pasted text is not run until Enter).
+  const pasted = nonce();
+  await page1.evaluate((t) => window.uexec.term.paste(t), `echo pasted-$((${pasted}+1))`);
+  await page1.keyboard.press("Enter");
+  await waitRow(page1, new RegExp(`^pasted-${Number(pasted) + 1}$`), "the pasted command's output");
+  check("pasted text reaches the shell", true);
+  await waitPrompt(page1);
   await shot(page1, "web-shell.png");
 });
 
