@@ -1115,29 +1115,10 @@ Result<Response> ExecService::read_output(const ReadParams& p) {
                         "grep, offset, length or tail_lines");
     auto sc = screen_view(*a->s, budget);
     if (!sc) return tool_error("read_output failed: " + sc.error().context);
-    r.chunk_id = new_chunk_id();
-    r.wall_time_seconds = seconds(Clock::now() - t0);
-    r.output = sc->first;
+    body = std::move(sc->first);
     r.screen = sc->second;
-    r.range_offset = ring.total();
-    Envelope env;
-    env.chunk_id = r.chunk_id;
-    env.wall_time_seconds = r.wall_time_seconds;
-    env.session_id = a->id;
-    if (const auto& v = a->s->verdict()) {
-      r.exit_code = v->status.shell_code();
-      env.exit_code = r.exit_code;
-      r.state = "exited";
-    } else {
-      r.session_id = a->id;
-      r.state = "running";
-    }
-    env.extra.push_back(screen_line(*r.screen));
-    env.body = r.output;
-    r.text = render_envelope(env);
-    return r;
-  }
-  if (p.grep) {
+    range_from = range_to = ring.total();
+  } else if (p.grep) {
     std::regex re;
     try {
       auto flags = std::regex::ECMAScript;
@@ -1248,7 +1229,8 @@ Result<Response> ExecService::read_output(const ReadParams& p) {
     r.session_id = a->id;
     r.state = "running";
   }
-  env.extra.push_back(fmt::format("Range: bytes {}-{} of {}", range_from, range_to, ring.total()));
+  env.extra.push_back(r.screen ? screen_line(*r.screen)
+                              : fmt::format("Range: bytes {}-{} of {}", range_from, range_to, ring.total()));
   env.original_tokens = r.original_token_count;
   env.body = body;
   r.text = render_envelope(env);
