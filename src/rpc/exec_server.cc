@@ -394,7 +394,9 @@ ExecServer::Connection::~Connection() {
   for (auto it = s->waiters.begin(); it != s->waiters.end();) it = s->waiters.erase(it);
   if (!server_.opts_.daemon) return;  // stdio: the front door kills everything at EOF
   // Detach: processes keep running within the TTL, then are terminated with the session.
-  if (s->keep_forever) return;
+  // "Forever" keeps processes; a session without any (a web viewer's) still ends after the
+  // TTL, or every closed tab would stay listed as a viewer.
+  if (s->keep_forever && !s->procs.empty()) return;
   std::string sid = s->id;
   s->ttl = std::make_unique<loop::Timer>(server_.pm_.loop());
   ExecServer* server = &server_;

@@ -21,6 +21,7 @@ namespace {
 constexpr std::size_t kMaxScrollbackLine = 4096;  // bytes kept of one scrolled-off line
 constexpr std::size_t kMaxCsi = 64;               // longer CSI sequences are not ours
 constexpr std::size_t kMaxTitle = 1024;
+constexpr std::size_t kMaxPendingSeq = 4096;  // an unfinished sequence kept for ansi()
 
 unsigned short clamp_dim(unsigned short v) { return static_cast<unsigned short>(std::clamp<int>(v, 1, 1000)); }
 
@@ -174,6 +175,10 @@ struct Screen::Callbacks {
       if (cells[c].width == 2) ++c;
     }
     rtrim(line);
+    if (self->drop_blank_pushes_ > 0) {
+      --self->drop_blank_pushes_;
+      if (line.empty()) return 1;
+    }
     self->push_scrollback(std::move(line));
     return 1;
   }
@@ -203,6 +208,48 @@ Screen::Screen(base::PtySize size, std::size_t scrollback_lines)
 
 Screen::~Screen() = default;
 
+// Every byte a program wrote reaches libvterm here. libvterm 0.1.4 crashes or loops on some
+// output (a review's fuzzing: a UTF-8-encoded C1 control under insert mode, REP after a
+// combining mark in the DEC graphics set), so those are dropped first: C1 controls in UTF-8
+// (which terminals ignore or treat as controls; xterm.js ignores most), and REP right after
+// a non-ASCII character. Writes are cut into pieces of at most 64 KiB at a line or
+// character boundary: libvterm's stack use grows with the size of one write.
+void Screen::write_vt(std::string_view b) {
+  constexpr std::size_t kMaxWrite = 64 * 1024;
+  std::string clean;
+  for (std::size_t i = 0; i + 1 < b.size(); ++i) {
+    bool c1 = b[i] == '\xc2' && static_cast<unsigned char>(b[i + 1]) >= 0x80 && static_cast<unsigned char>(b[i + 1]) <= 0x9f;
+    bool rep = b[i] == '\x1b' && b[i + 1] == '[' && i > 0 && static_cast<unsigned char>(b[i - 1]) >= 0x80;
+    if (!c1 && !rep) continue;
+    if (rep) {
+      std::size_t j = i + 2;
+      while (j < b.size() && b[j] >= '0' && b[j] <= '9') ++j;
+      if (j >= b.size() || b[j] != 'b') continue;
+      if (clean.empty() && i > 0) clean.reserve(b.size());
+      clean.append(b.substr(0, i));
+      b = b.substr(j + 1);
+    } else {
+      clean.append(b.substr(0, i));
+      b = b.substr(i + 2);
+    }
+    i = static_cast<std::size_t>(-1);
+  }
+  if (!clean.empty()) {
+    clean.append(b);
+    b = clean;
+  }
+  while (!b.empty()) {
+    std::size_t n = b.size();
+    if (n > kMaxWrite) {
+      std::size_t nl = b.rfind('\n', kMaxWrite - 1);
+      n = nl != std::string_view::npos && nl >= kMaxWrite / 2 ? nl + 1 : kMaxWrite;
+      while (n > 1 && (static_cast<unsigned char>(b[n]) & 0xC0) == 0x80) --n;  // not inside a character
+    }
+    vterm_input_write(impl_->vt, b.data(), n);
+    b.remove_prefix(n);
+  }
+}
+
 void Screen::feed(std::string_view bytes) {
   // libvterm 0.1 turns a UTF-8 sequence split across two writes after text into U+FFFD, and
   // reads split them all the time: an incomplete tail waits for the rest.
@@ -220,6 +267,8 @@ void Screen::feed(std::string_view bytes) {
 
 void Screen::feed_whole(std::string_view b) {
   if (b.empty()) return;
+  seq_start_ = std::string_view::npos;
+  bool captured = false;
   // Walks the bytes once with the mode scanner, finding "plain runs": text, CR, LF, TAB, BS,
   // BEL and SGR sequences, which only draw lines and set the pen. A run with many CRLFs is
   // mostly lines that scroll away before anyone can see them (a flood): those are skipped
@@ -231,14 +280,14 @@ void Screen::feed_whole(std::string_view b) {
   bool active = false;
   std::size_t start = 0, esc = 0, crlfs = 0, first_end = 0;
   crlf_ends_.assign(keep + 1, 0);
-  auto fast_ok = [&] { return modes_.top == 0 && modes_.bottom == 0 && !modes_.origin; };
+  auto fast_ok = [&] { return modes_.top == 0 && modes_.bottom == 0 && !modes_.origin && !modes_.lr_margins; };
   auto close_run = [&](std::size_t end) {
     if (!active) return;
     active = false;
     if (crlfs < 2 * keep) return;
     std::size_t split = crlf_ends_[(crlfs - keep) % crlf_ends_.size()];  // the last `keep` CRLFs are drawn
     if (split <= first_end || split > end) return;
-    vterm_input_write(impl_->vt, b.data() + fed, first_end - fed);
+    write_vt(b.substr(fed, first_end - fed));
     skip_lines(b.substr(first_end, split - first_end));
     fed = split;
   };
@@ -259,6 +308,7 @@ void Screen::feed_whole(std::string_view b) {
     const unsigned char c = static_cast<unsigned char>(b[i]);
     const ScanState before = scan_;
     scan_byte(c);
+    if (c == 0x1b && scan_ == ScanState::kEsc && before != ScanState::kEsc) seq_start_ = i;
     if (before == ScanState::kGround) {
       bool plain = c >= 0x20 || c == '\r' || c == '\n' || c == '\t' || c == '\b' || c == 0x07 || c == 0x1b;
       if (!plain) {
@@ -291,17 +341,31 @@ void Screen::feed_whole(std::string_view b) {
     }
     if (alt_enter_) {
       alt_enter_ = false;
-      if (!alt_screen_ && !active) {
+      if (!active && !captured) {
         // Up to (not including) the sequence's final byte: libvterm holds the unfinished
         // CSI; what it shows now is the main screen the alternate one is about to cover.
-        vterm_input_write(impl_->vt, b.data() + fed, i - fed);
+        // Once per feed: a program toggling the alternate screen must not make every
+        // toggle copy the grid (the copy costs rows x cols cells).
+        write_vt(b.substr(fed, i - fed));
         fed = i;
-        capture_primary();
+        if (!alt_screen_) {
+          capture_primary();
+          captured = true;
+        }
       }
     }
   }
   if (active) close_run(scan_ == ScanState::kGround ? n : esc);
-  vterm_input_write(impl_->vt, b.data() + fed, n - fed);
+  write_vt(b.substr(fed));
+  // A sequence still open at the end (a read split it) is kept for ansi(): the viewer must
+  // get it too, or it would print its tail as text.
+  if (scan_ == ScanState::kGround) {
+    pending_seq_.clear();
+  } else {
+    if (seq_start_ != std::string_view::npos) pending_seq_.assign(b.substr(seq_start_));
+    else pending_seq_.append(b);
+    if (pending_seq_.size() > kMaxPendingSeq) pending_seq_.clear();  // a huge OSC: dropped
+  }
 }
 
 void Screen::capture_primary() {
@@ -325,7 +389,7 @@ void Screen::skip_lines(std::string_view run) {
   for (std::size_t at = run.rfind('\x1b'); at != std::string_view::npos; at = at ? run.rfind('\x1b', at - 1) : std::string_view::npos) {
     std::string_view seq = run.substr(at, run.find('m', at) - at + 1);
     if (seq == "\x1b[m" || seq == "\x1b[0m") {
-      from = at + seq.size();
+      from = at;  // the reset itself too: the pen before the run is not the default
       break;
     }
   }
@@ -432,7 +496,9 @@ void Screen::skip_lines(std::string_view run) {
   }
   std::string reset = fmt::format("\x1b[2J\x1b[{};1H", size_.rows);
   vterm_input_write(impl_->vt, reset.data(), reset.size());
-  vterm_input_write(impl_->vt, pen.data(), pen.size());
+  write_vt(pen);
+  // The rows this reset blanked scroll away first under the lines drawn next: not history.
+  drop_blank_pushes_ = size_.rows - 1;
 }
 
 void Screen::resize(base::PtySize size) {
@@ -440,7 +506,14 @@ void Screen::resize(base::PtySize size) {
   if (s == size_) return;
   size_ = s;
   vterm_set_size(impl_->vt, s.rows, s.cols);
-  modes_.top = modes_.bottom = 0;  // terminals reset the margins on a resize
+  // Terminals (xterm.js too) reset the margins on a resize; libvterm 0.1 keeps them, and a
+  // kept region (or cursor) outside the new screen crashes it. Reset them and put the
+  // cursor back inside the screen.
+  VTermPos pos;
+  vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &pos);
+  std::string fix = fmt::format("\x1b[r\x1b[{};{}H", std::clamp(pos.row, 0, s.rows - 1) + 1, std::clamp(pos.col, 0, s.cols - 1) + 1);
+  vterm_input_write(impl_->vt, fix.data(), fix.size());
+  modes_.top = modes_.bottom = 0;
 }
 
 std::string Screen::row_text(int row) const {
@@ -494,7 +567,9 @@ std::string Screen::ansi() const {
           pen = p;
           pen_set = true;
         }
-        cell_text(out, cell);
+        if (c == cols - 1 && cell.chars[0] != 0 && utf8proc_charwidth(static_cast<utf8proc_int32_t>(cell.chars[0])) == 2)
+          out += ' ';  // a wide character cropped into the last column by a resize: it would wrap
+        else cell_text(out, cell);
         if (cell.width == 2) ++c;
       }
     }
@@ -544,6 +619,9 @@ std::string Screen::ansi() const {
     out += fmt::format("\x1b[{};{}H", cur.row + 1, cur.col + 1);
   }
   out += cur.visible ? "\x1b[?25h" : "\x1b[?25l";
+  // What the program is in the middle of writing (a sequence or a character split by a read).
+  out += pending_seq_;
+  out += utf8_hold_;
   return out;
 }
 
@@ -701,12 +779,20 @@ void Screen::csi_done() {
         case 1004: modes_.focus_events = on; break;
         case 1006: modes_.mouse_sgr = on; break;
         case 2004: modes_.bracketed_paste = on; break;
+        case 69: modes_.lr_margins = on; break;
         case 47:
         case 1047:
         case 1049: if (on) alt_enter_ = true; break;
         default: break;
       }
     }
+  } else if (final == 'r' && body.find_first_not_of("0123456789;:") == std::string_view::npos &&
+             body.find(':') != std::string_view::npos) {
+    modes_.top = 1;  // a form libvterm may read but we do not: assume margins (no fast path)
+    modes_.bottom = size_.rows;
+  } else if (final == 's' && modes_.lr_margins) {
+    modes_.top = 1;  // DECSLRM: left/right margins; the fast path stays off
+    modes_.bottom = size_.rows;
   } else if (final == 'r' && body.find_first_not_of("0123456789;") == std::string_view::npos) {
     auto n = numbers(body);
     int top = n.empty() ? 0 : n[0];
@@ -715,10 +801,9 @@ void Screen::csi_done() {
     else if (bottom != 0 && bottom <= top) return;  // invalid: terminals ignore it
     modes_.top = top;
     modes_.bottom = bottom;
-  } else if (final == 'p' && body == "!") {  // DECSTR, a soft reset
+  } else if (final == 'p' && body == "!") {  // DECSTR, a soft reset (libvterm 0.1 keeps the margins)
     modes_.app_cursor = modes_.origin = false;
     modes_.autowrap = true;
-    modes_.top = modes_.bottom = 0;
   }
 }
 

@@ -78,6 +78,7 @@ class Screen {
     bool autowrap = true;         // ?7 DECAWM
     bool bracketed_paste = false; // ?2004
     bool focus_events = false;    // ?1004
+    bool lr_margins = false;      // ?69 DECLRMM (not repainted; keeps the fast path off)
     int mouse = 0;                // ?1000 / ?1002 / ?1003 (0: off)
     bool mouse_sgr = false;       // ?1006
     int top = 0, bottom = 0;      // DECSTBM, 1-based; 0: the full screen
@@ -86,6 +87,7 @@ class Screen {
 
   Screen(base::PtySize size, std::size_t scrollback_lines);
   void feed_whole(std::string_view bytes);
+  void write_vt(std::string_view bytes);
   void scan(std::string_view bytes);
   void scan_byte(unsigned char c);
   void skip_lines(std::string_view run);
@@ -109,6 +111,9 @@ class Screen {
   std::string str_;  // its bytes (bounded)
   std::vector<std::size_t> crlf_ends_;  // feed(): where the last rows+2 CRLFs of a run end
   std::string utf8_hold_;  // an incomplete UTF-8 sequence at the end of the last feed
+  std::string pending_seq_;  // an escape sequence still open at the end of the last feed
+  std::size_t seq_start_ = 0;  // feed_whole(): where the open sequence began (npos: earlier)
+  int drop_blank_pushes_ = 0;  // blank rows a skip left, not to be pushed as history
   bool alt_enter_ = false;  // the scanner just saw ?47h, ?1047h or ?1049h
   void capture_primary();
 };

@@ -249,3 +249,76 @@ TEST_CASE("screen: a flood skips scrolled-away lines and ends exactly as drawing
   for (char c : region) b->feed(std::string(1, c));
   CHECK(a->lines() == b->lines());
 }
+
+TEST_CASE("screen: inputs that crash or hang libvterm 0.1.4 are defused (a review's fuzzing)") {
+  auto a = screen();
+  a->feed("\x1b[4h\xc2\x9bo");  // insert mode + a UTF-8-encoded C1 CSI: SIGSEGV in vterm_scroll_rect
+  a->feed("ok");
+  CHECK(a->lines()[0].find("ok") != std::string::npos);
+  auto b = screen();
+  b->feed("\x1b(0" + std::string(80, '0') + "\xcc\x81\x1b[b");  // REP after a combining mark: an endless loop
+  b->feed("\x1b(Bdone");
+  CHECK(b->text().find("done") != std::string::npos);
+  auto c = screen();
+  c->feed("\x1b[4h\x1b[20;1Hd\x1b[r");  // insert mode and margins, then a smaller screen
+  c->resize({15, 80});
+  c->feed("j");  // CSI r homed the cursor
+  CHECK(c->lines()[0].find('j') != std::string::npos);
+  auto d = screen({5, 20});
+  d->feed(std::string(2 << 20, 'x'));  // one huge write: libvterm's stack grows with it
+  CHECK(d->lines()[3] == std::string(20, 'x'));
+}
+
+TEST_CASE("screen: review findings on the fast path and the repaint") {
+  // A reset inside a skipped run: the pen ends at the default, as when every line is drawn.
+  std::string run = "x\r\n";
+  for (int i = 0; i < 100; ++i) run += (i == 50 ? "\x1b[0mline\r\n" : "line\r\n");
+  auto fast = screen({5, 20}), slow = screen({5, 20});
+  fast->feed("\x1b[1;31m");
+  slow->feed("\x1b[1;31m");
+  fast->feed(run);
+  std::size_t pos = 0;
+  while (pos < run.size()) {
+    std::size_t nl = run.find('\n', pos) + 1;
+    slow->feed(run.substr(pos, nl - pos));
+    pos = nl;
+  }
+  fast->feed("!");
+  slow->feed("!");
+  std::string fa = fast->ansi(), sa = slow->ansi();
+  CHECK(fa.substr(fa.rfind("\x1b[H")) == sa.substr(sa.rfind("\x1b[H")));
+  // No blank rows in the history from a skip.
+  auto h = screen({5, 20});
+  for (int i = 0; i < 100; ++i) h->feed("line " + std::to_string(i) + "\r\n");
+  std::string all;
+  auto t = screen({5, 20});
+  for (int i = 0; i < 100; ++i) all += "line " + std::to_string(i) + "\r\n";
+  t->feed(all);
+  for (const auto& line : t->scrollback()) CHECK_MESSAGE(!line.empty(), "a blank history row");
+  CHECK(t->scrollback() == h->scrollback());
+  // A snapshot taken in the middle of a sequence: the viewer finishes it as the program does.
+  auto m = screen();
+  m->feed("hello \x1b[3");
+  auto viewer = screen();
+  viewer->feed(m->ansi());
+  viewer->feed("1mred");
+  m->feed("1mred");
+  CHECK(viewer->lines()[0] == "hello red");
+  CHECK(viewer->lines() == m->lines());
+  // A wide character cropped into the last column by a resize is not repainted as a wrap.
+  auto w = screen({3, 10});
+  w->feed("1\r\n2\r\nabcdefgh\xe4\xb8\xad");
+  w->resize({3, 9});
+  auto copy = screen({3, 9});
+  copy->feed(w->ansi());
+  CHECK(copy->lines()[0] == w->lines()[0]);
+  CHECK(copy->lines()[1] == w->lines()[1]);
+  // DECSTR keeps libvterm's margins: the fast path must stay off.
+  auto r1 = screen({6, 20}), r2 = screen({6, 20});
+  std::string margins = "\x1b[2;3r\x1b[!p";
+  for (int i = 0; i < 60; ++i) margins += "m" + std::to_string(i) + "\r\n";
+  r1->feed(margins);
+  for (char ch : margins) r2->feed(std::string(1, ch));
+  CHECK(r1->lines() == r2->lines());
+  CHECK(r1->cursor().row == r2->cursor().row);
+}

@@ -383,7 +383,8 @@ int cmd_attach(const std::vector<std::string>& args) {
   }
   if (raw) ::tcsetattr(0, TCSADRAIN, &saved);
   // Leave our terminal as we found it: the main screen, normal keys, no mouse, a cursor.
-  if (is_tty && t->tty) write_out("\x1b[0m\x1b[?1049l\x1b[?1l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?25h");
+  if (is_tty && t->tty) write_out("\x1b[0m\x1b[?1049l\x1b[?1l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l"
+                                   "\x1b[?6l\x1b[?7h\x1b[r\x1b[?25h");
   if (detached) {
     std::fprintf(stderr, "\r\n[detached; the process keeps running]\n");
     return 0;
