@@ -590,7 +590,7 @@ void ExecServer::Connection::m_initialize(const json& id, const json& params) {
                         "process/unsubscribe", "process/wait", "process/grant", "exec/command", "exec/writeStdin", "exec/listSessions",
                         "exec/killSession", "exec/readOutput"})
     methods.push_back(m);
-  if (term::Screen::create({1, 1})) methods.push_back("process/snapshot");  // built with libvterm
+  if (term::Screen::available()) methods.push_back("process/snapshot");
   json signals = json::array();
   for (const auto& [n, s] : signal_names()) signals.push_back(n);
   reply(id, {{"sessionId", session_->id},

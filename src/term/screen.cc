@@ -185,6 +185,8 @@ struct Screen::Callbacks {
   static void discard_output(const char*, std::size_t, void*) {}  // answers to DA/DSR: the real terminal's job
 };
 
+bool Screen::available() noexcept { return true; }
+
 Result<std::unique_ptr<Screen>> Screen::create(base::PtySize size, std::size_t scrollback_lines) {
   std::unique_ptr<Screen> s(new Screen(size, scrollback_lines));
   if (!s->impl_->vt) return Error{base::Errc::kSystem, ENOMEM, "vterm_new"};
@@ -628,6 +630,8 @@ std::string Screen::ansi() const {
 #else  // no libvterm: the feature is off and says so
 
 struct Screen::Impl {};
+
+bool Screen::available() noexcept { return false; }
 
 Result<std::unique_ptr<Screen>> Screen::create(base::PtySize, std::size_t) {
   return Error{base::Errc::kUnsupported, 0, "the screen model needs libvterm, and this uexec was built without it"};

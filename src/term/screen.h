@@ -43,6 +43,8 @@ class Screen {
  public:
   static constexpr std::size_t kDefaultScrollback = 1000;  // lines
 
+  // Whether this build has the model (libvterm).
+  static bool available() noexcept;
   // kUnsupported when uexec was built without libvterm.
   static base::Result<std::unique_ptr<Screen>> create(base::PtySize size,
                                                       std::size_t scrollback_lines = kDefaultScrollback);
