@@ -34,6 +34,11 @@ struct AgentConfig {
   bool envelope_extensions = true;
 };
 
+// How sessions' descendants are found and killed (session/containment.h): kAuto uses a
+// cgroup v2 when the manager can make one, else tracking; kTracked never uses cgroups;
+// kOff leaves descendants alone (and the manager is no subreaper).
+enum class ContainmentMode : unsigned char { kAuto, kCgroup, kTracked, kOff };
+
 struct Config {
   // After the leader is reaped, wait at most this long for output EOF before the verdict
   // and the `exited` event (Codex's 20 ms drain). Runs on a uv timer, never a sleep.
@@ -53,6 +58,7 @@ struct Config {
   std::size_t stdin_queue_max = 1024 * 1024;
 
   PtySize default_size{};
+  ContainmentMode containment = ContainmentMode::kAuto;
   AgentConfig agent{};
 };
 

@@ -1,7 +1,14 @@
 #include "pty/child_reaper.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
 
 #include <vector>
 
@@ -52,14 +59,64 @@ Result<void> ChildReaper::watch(pid_t pid, base::UniqueFd pidfd, ExitFn fn) {
     UEXEC_LOG(kWarn, "pidfd poll failed ({}); using SIGCHLD", poll.error().message());
   }
   if (!sigchld_started_) {
-    auto r = sigchld_.start(SIGCHLD, [this](int) { sweep(); });
-    if (!r) return r;
-    sigchld_started_ = true;
+    if (auto r = start_sigchld(); !r) return r;
   }
   children_.emplace(pid, std::move(child));
   // The child may have exited before the watcher existed: look once now, on the loop.
   loop_->post([this] { sweep(); });
   return {};
+}
+
+Result<void> ChildReaper::start_sigchld() {
+  auto r = sigchld_.start(SIGCHLD, [this](int) {
+    sweep();
+    if (adopting_) reap_orphans();
+  });
+  if (r) sigchld_started_ = true;
+  return r;
+}
+
+Result<void> ChildReaper::adopt_orphans() {
+  if (adopting_) return {};
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) return Error::sys("prctl PR_SET_CHILD_SUBREAPER");
+  if (!sigchld_started_) {
+    if (auto r = start_sigchld(); !r) return r;
+  }
+  adopting_ = true;
+  return {};
+}
+
+std::size_t ChildReaper::reap_orphans() noexcept {
+  std::vector<pid_t> unknown;
+  if (DIR* tasks = ::opendir("/proc/self/task")) {
+    while (dirent* t = ::readdir(tasks)) {
+      if (t->d_name[0] == '.') continue;
+      std::string path = std::string("/proc/self/task/") + t->d_name + "/children";
+      int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      std::string text;
+      char buf[4096];
+      for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<std::size_t>(n));
+      ::close(fd);
+      const char* p = text.c_str();
+      for (char* end; *p;) {
+        long pid = std::strtol(p, &end, 10);
+        if (end == p) break;
+        p = end;
+        if (pid > 0 && children_.count(static_cast<pid_t>(pid)) == 0) unknown.push_back(static_cast<pid_t>(pid));
+      }
+    }
+    ::closedir(tasks);
+  }
+  std::size_t reaped = 0;
+  for (pid_t pid : unknown) {
+    ExitStatus st;
+    if (try_reap(pid, &st)) {
+      ++reaped;
+      UEXEC_LOG(kDebug, "reaped orphan {} ({})", pid, st.describe());
+    }
+  }
+  return reaped;
 }
 
 void ChildReaper::unwatch(pid_t pid) noexcept { children_.erase(pid); }

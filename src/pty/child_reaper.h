@@ -6,6 +6,13 @@
 // child. Without one, a SIGCHLD watcher walks our pids with waitpid(pid, WNOHANG). Exited
 // pids are collected first and called back after, so a callback may spawn or unwatch.
 //
+// Orphans (adopt_orphans): the manager becomes a child subreaper, so descendants whose
+// parent died re-parent to it instead of to init (containment finds them, see
+// session/containment.h), and a SIGCHLD watcher reaps every exited child nobody watches,
+// named by /proc/self/task/*/children, never by waitpid(-1). That is safe only while no
+// other code leaves children to be reaped later: here, the one loop thread spawns, and
+// its few synchronous forks (probes) wait for their own child before returning.
+//
 // Rules: Loop thread only. A watched child is reaped exactly once, by us; its callback runs
 // once, after the reap, with the ExitStatus.
 #pragma once
@@ -40,6 +47,11 @@ class ChildReaper {
   void unwatch(pid_t pid) noexcept;
   std::size_t watched() const noexcept { return children_.size(); }
 
+  // Becomes a child subreaper and reaps unwatched children as they exit (see above).
+  [[nodiscard]] base::Result<void> adopt_orphans();
+  // Reaps every exited child nobody watches, now; returns how many.
+  std::size_t reap_orphans() noexcept;
+
   // Non-blocking reap of one pid; nullopt-like false when it has not exited.
   static bool try_reap(pid_t pid, ExitStatus* out) noexcept;
 
@@ -52,12 +64,14 @@ class ChildReaper {
     ExitFn fn;
   };
   static void on_pidfd(uv_poll_t* h, int status, int events) noexcept;
+  base::Result<void> start_sigchld();
   void sweep() noexcept;
   void finish(pid_t pid, const ExitStatus& st) noexcept;
 
   loop::Loop* loop_;
   loop::SignalWatcher sigchld_;
   bool sigchld_started_ = false;
+  bool adopting_ = false;
   std::unordered_map<pid_t, std::unique_ptr<Child>> children_;
 };
 

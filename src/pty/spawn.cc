@@ -44,6 +44,7 @@ struct ChildArgs {
   std::size_t nsteps;
   const int* pass_fds;
   std::size_t npass;
+  int cgroup_procs;  // or -1
   // Supervised mode only: pid 1's part.
   const ChildStep* setup_steps;
   std::size_t nsetup;
@@ -101,6 +102,7 @@ int child_main(void* raw) noexcept {
   auto* a = static_cast<ChildArgs*>(raw);
   reset_dispositions();
   if (::setsid() < 0) child_fail(a, "setsid");
+  if (a->cgroup_procs >= 0 && ::write(a->cgroup_procs, "0", 1) != 1) child_fail(a, "join the session's cgroup");
   if (a->stdio.tty >= 0) {
     // We are a session leader with no controlling tty, so the slave becomes ours.
     if (::ioctl(a->stdio.tty, TIOCSCTTY, 0) < 0) child_fail(a, "ioctl TIOCSCTTY");
@@ -310,6 +312,7 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
   args.npass = spec.pass_fds.size();
   args.channel = -1;
   const bool supervised = spec.ns_flags != 0;
+  args.cgroup_procs = supervised ? -1 : spec.cgroup_procs;
   UniqueFd status_read, status_write;
   if (supervised) {
     if (spec.init_fd < 0) return Error::invalid("spawn: namespaces need an init program");

@@ -4,22 +4,38 @@
 
 #include <string>
 
+#include "base/log.h"
+
 namespace uexec::session {
 
 using base::Error;
 using base::Result;
 
 ProcessManager::ProcessManager(loop::Loop& loop, base::Config config)
-    : loop_(&loop), config_(config), reaper_(loop), sweep_(loop) {}
+    : loop_(&loop), config_(config), reaper_(loop), sweep_(loop) {
+  if (config_.containment == base::ContainmentMode::kOff) return;
+  containment_ = std::make_unique<Containment>(config_.containment);
+  if (auto r = reaper_.adopt_orphans(); !r)
+    UEXEC_LOG(kWarn, "containment: orphans will not re-parent to the manager ({})", r.error().message());
+}
 
 ProcessManager::~ProcessManager() {
   // SIGKILL every group first, so the children die in parallel; then each PtyProcess
   // unwatches and reaps its own (sessions go before the reaper).
-  for (auto& [id, s] : sessions_)
+  // Descendants that left their sessions go at the same time.
+  std::vector<pid_t> escapees;
+  for (auto& [id, s] : sessions_) {
     if (!s->exited()) (void)s->signal(SIGKILL, pty::SignalTarget::kGroup);
+    for (const auto& l : s->kill_lingering()) escapees.push_back(l.pid);
+  }
+  for (auto& s : graveyard_)
+    for (const auto& l : s->kill_lingering()) escapees.push_back(l.pid);
   sessions_.clear();
   graveyard_.clear();
   deny_watch_.reset();
+  containment_.reset();  // kills what is left in the cgroups and waits for it to exit
+  await_gone(escapees, std::chrono::milliseconds{1000});  // reaps those re-parented to us
+  reaper_.reap_orphans();
 }
 
 Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const policy::SandboxAttempt& attempt) {
@@ -31,7 +47,7 @@ Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const po
   } else if (sessions_.count(id) != 0) {
     return Error::invalid("process id " + id + " is already in use");
   }
-  auto session = std::make_unique<Session>(*loop_, reaper_, config_, id, this);
+  auto session = std::make_unique<Session>(*loop_, reaper_, config_, id, this, containment_.get());
   if (auto r = session->start(attempt, req); !r) return std::move(r).error();
   if (!session->late_deny().empty() && session->mask_requests() >= 0) {
     // Deny-read files that appear later are masked too; a session that cannot be watched

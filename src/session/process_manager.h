@@ -9,8 +9,10 @@
 // remove() never destroys a session inside a callback that came from it: the Session goes
 // to a graveyard that a zero-delay timer empties on the next loop turn.
 //
-// Ownership: Loop ─► ProcessManager ─► ChildReaper, Sessions. Destroying the manager
-// SIGKILLs and reaps any child still running, so nothing outlives it as a zombie.
+// Ownership: Loop ─► ProcessManager ─► ChildReaper, Containment, Sessions. The manager is a
+// child subreaper (unless containment is off): descendants that leave a session are found,
+// killed when it finishes, and reaped. Destroying the manager SIGKILLs and reaps any child
+// still running, so nothing outlives it, not even as a zombie.
 // Loop thread only.
 #pragma once
 
@@ -25,6 +27,7 @@
 #include "loop/timer.h"
 #include "policy/sandbox_attempt.h"
 #include "pty/child_reaper.h"
+#include "session/containment.h"
 #include "session/deny_watch.h"
 #include "session/session.h"
 
@@ -51,6 +54,7 @@ class ProcessManager final : public SessionObserver {
   std::size_t size() const noexcept { return sessions_.size(); }
   std::vector<Session*> sessions();
   const base::Config& config() const noexcept { return config_; }
+  const Containment* containment() const noexcept { return containment_.get(); }
   loop::Loop& loop() noexcept { return *loop_; }
 
   // Event hooks for the front door (one each; may be empty).
@@ -64,6 +68,7 @@ class ProcessManager final : public SessionObserver {
   loop::Loop* loop_;
   base::Config config_;
   pty::ChildReaper reaper_;
+  std::unique_ptr<Containment> containment_;  // null when Config::containment is kOff
   std::unordered_map<SessionId, std::unique_ptr<Session>> sessions_;
   std::vector<std::unique_ptr<Session>> graveyard_;
   loop::Timer sweep_;

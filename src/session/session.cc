@@ -13,17 +13,22 @@ using base::Error;
 using base::Result;
 
 Session::Session(loop::Loop& loop, pty::ChildReaper& reaper, const base::Config& config, SessionId id,
-                 SessionObserver* observer)
+                 SessionObserver* observer, Containment* containment)
     : loop_(&loop),
       reaper_(&reaper),
       config_(&config),
       id_(std::move(id)),
       observer_(observer),
+      containment_(containment),
       ring_(config.retain_bytes),
       drain_(loop),
       close_wait_(loop) {}
 
-Session::~Session() = default;
+Session::~Session() {
+  // Removed before it finished (killed, manager shutdown): its process group dies with the
+  // PtyProcess; escapees die here.
+  (void)kill_lingering();
+}
 
 Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy::ExecRequest& req) {
   UEXEC_CHECK(!process_);
@@ -35,11 +40,22 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   opts.stdin_pipe = req.stdin_pipe;
   opts.read_burst_bytes = config_->read_burst_bytes;
   opts.stdin_queue_max = config_->stdin_queue_max;
+  if (spec->ns_flags != 0) {
+    tier_ = ContainmentTier::kPidNamespace;  // the kernel empties it when its init goes
+  } else if (containment_) {
+    group_ = containment_->make_group(spec->env);
+    tier_ = group_->tier();
+    spec->cgroup_procs = group_->procs_fd();
+  }
   started_at_ = Clock::now();
   auto proc = pty::PtyProcess::start(*loop_, *reaper_, *spec, opts, *this);
-  if (!proc) return std::move(proc).error();
+  if (!proc) {
+    group_.reset();
+    return std::move(proc).error();
+  }
   process_ = std::move(proc).value();
   pid_ = process_->pid();
+  if (group_) group_->set_leader(pid_);
   tty_ = req.tty;
   size_ = req.size;
   sandboxed_ = attempt.sandboxed();
@@ -114,11 +130,30 @@ void Session::advance() {
   }
   if (eof_ && !closed_) {
     close_wait_.stop();
+    kill_lingering();
     closed_ = true;
     closed_seq_ = next_seq_++;
     ring_.notify();
     if (observer_) observer_->on_session_closed(*this);
   }
+}
+
+// The session is over: nothing it started may outlive it (agent-semantics.md §5.2).
+const std::vector<LingeringProcess>& Session::kill_lingering() {
+  if (!group_ || contained_) return lingering_;
+  contained_ = true;
+  lingering_ = group_->kill_all();
+  for (const auto& l : lingering_)
+    UEXEC_LOG(kDebug, "session {}: {} lingering process {} ({})", id_, l.killed ? "killed" : "could not kill", l.pid,
+              l.command);
+  return lingering_;
+}
+
+std::vector<LingeringProcess> Session::live_descendants() const {
+  std::vector<LingeringProcess> out;
+  if (!group_ || contained_) return out;
+  for (pid_t pid : group_->members()) out.push_back({pid, process_command(pid), false});
+  return out;
 }
 
 void Session::hang_up() {

@@ -12,6 +12,8 @@
 //
 // Output chunks, `exited` and `closed` share one seq counter starting at 1; `closed` is last.
 // A hang-up reads what the kernel still buffers before closing, so no written byte is lost.
+// When it finishes, whatever its command left running (`setsid -f`, `nohup … &`, a daemon) is
+// killed through its containment group and recorded as lingering (containment.h).
 // The Session never deletes itself: it tells its observer (the ProcessManager), which
 // erases it later. Loop thread only.
 #pragma once
@@ -29,6 +31,7 @@
 #include "loop/timer.h"
 #include "policy/sandbox_attempt.h"
 #include "pty/pty_process.h"
+#include "session/containment.h"
 #include "session/output_ring.h"
 #include "term/screen.h"
 
@@ -57,8 +60,9 @@ class SessionObserver {
 
 class Session final : public pty::ProcessListener {
  public:
+  // `containment` may be null (no containment); it must outlive the session.
   Session(loop::Loop& loop, pty::ChildReaper& reaper, const base::Config& config, SessionId id,
-          SessionObserver* observer);
+          SessionObserver* observer, Containment* containment = nullptr);
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -93,6 +97,14 @@ class Session final : public pty::ProcessListener {
   Clock::time_point started_at() const noexcept { return started_at_; }
   Clock::time_point exited_at() const noexcept { return exited_at_; }  // the reap
   bool sandboxed() const noexcept { return sandboxed_; }
+  ContainmentTier containment_tier() const noexcept { return tier_; }
+  // What was still running when the session finished, and was killed then.
+  const std::vector<LingeringProcess>& lingering() const noexcept { return lingering_; }
+  // Kills the session's descendants now (once; finishing does it too) and says who they were.
+  const std::vector<LingeringProcess>& kill_lingering();
+  // The session's processes alive now other than the leader (not killed), e.g. the
+  // background job holding the PTY after the leader exited. Scans: call on demand only.
+  std::vector<LingeringProcess> live_descendants() const;
 
   // Input, control and signals: kClosed once the process side is gone.
   [[nodiscard]] base::Result<void> write(std::span<const std::byte> bytes);
@@ -130,6 +142,11 @@ class Session final : public pty::ProcessListener {
   const base::Config* config_;
   SessionId id_;
   SessionObserver* observer_;
+  Containment* containment_;
+  std::unique_ptr<ContainmentGroup> group_;
+  ContainmentTier tier_ = ContainmentTier::kNone;
+  std::vector<LingeringProcess> lingering_;
+  bool contained_ = false;  // the group was killed
   OutputRing ring_;
   std::unique_ptr<pty::PtyProcess> process_;
   std::vector<std::string> argv_;

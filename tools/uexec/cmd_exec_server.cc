@@ -75,6 +75,7 @@ int cmd_exec_server(const std::vector<std::string>& args) {
 
   loop::Loop loop;
   base::Config cfg;
+  if (!containment_from_env(cfg, "uexec exec-server")) return kExitUsage;
   cfg.close_drain = std::chrono::milliseconds{1000};  // protocol closeDrainMs
   if (grace_ms > 0) cfg.terminate_grace = std::chrono::milliseconds{grace_ms};
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);

@@ -52,6 +52,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
 
   loop::Loop loop;
   base::Config cfg;
+  if (!containment_from_env(cfg, "uexec mcp")) return kExitUsage;
   cfg.close_drain = std::chrono::milliseconds{1000};  // agent-semantics §1.1
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, std::move(env), cwd);

@@ -36,6 +36,7 @@
 #include "pty/pty_pair.h"
 #include "session/process_manager.h"
 #include "tools/uexec/commands.h"
+#include "tools/uexec/front_door.h"
 
 extern char** environ;
 
@@ -399,7 +400,9 @@ RunOutcome run_attempt(policy::ExecRequest req, const policy::SandboxAttempt& at
   RunOutcome out;
   {
     loop::Loop loop;
-    session::ProcessManager pm(loop);
+    base::Config cfg;
+    (void)containment_from_env(cfg, "uexec run");  // a bad value is reported; auto is used
+    session::ProcessManager pm(loop, cfg);
     Runner runner(loop, pm, req.tty, stdin_is_tty);
     out.code = runner.run(req, attempt, log_denials);
     out.spawn_failed = runner.spawn_failed;

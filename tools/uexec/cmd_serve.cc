@@ -77,6 +77,7 @@ int cmd_serve(const std::vector<std::string>& args) {
 
   loop::Loop loop;
   base::Config cfg;
+  if (!containment_from_env(cfg, "uexec serve")) return kExitUsage;
   cfg.close_drain = std::chrono::milliseconds{1000};
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, env, cwd);

@@ -7,12 +7,15 @@
 #include <unistd.h>
 
 #include <climits>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/config.h"
 #include "loop/loop.h"
 #include "loop/signal_watcher.h"
 #include "policy/profile.h"
@@ -31,6 +34,23 @@ inline std::vector<std::string> process_environment() {
 inline std::string current_directory() {
   char buf[PATH_MAX];
   return ::getcwd(buf, sizeof buf) ? buf : "/";
+}
+
+// UEXEC_CONTAINMENT=auto|cgroup|tracked|off picks how sessions' descendants are contained
+// (session/containment.h); unset means auto. False, with a message, for another value.
+inline bool containment_from_env(base::Config& cfg, const char* who) {
+  const char* v = std::getenv("UEXEC_CONTAINMENT");
+  if (!v || !*v) return true;
+  std::string m = v;
+  if (m == "auto") cfg.containment = base::ContainmentMode::kAuto;
+  else if (m == "cgroup") cfg.containment = base::ContainmentMode::kCgroup;
+  else if (m == "tracked") cfg.containment = base::ContainmentMode::kTracked;
+  else if (m == "off") cfg.containment = base::ContainmentMode::kOff;
+  else {
+    std::fprintf(stderr, "%s: UEXEC_CONTAINMENT must be auto, cgroup, tracked or off (not \"%s\")\n", who, v);
+    return false;
+  }
+  return true;
 }
 
 // SIGTERM, SIGINT and SIGHUP run `stop` on the loop; keep the result alive while it runs.

@@ -1,0 +1,362 @@
+#include "session/containment.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+#include <unordered_set>
+
+#include "base/log.h"
+
+namespace uexec::session {
+
+namespace {
+
+std::string read_small(const std::string& path, std::size_t max = 64 * 1024) {
+  base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return {};
+  std::string out;
+  char buf[4096];
+  while (out.size() < max) {
+    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
+bool write_text(const std::string& path, std::string_view text) {
+  base::UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+  if (!fd) return false;
+  return ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+}
+
+std::vector<pid_t> read_pids(const std::string& path) {
+  std::vector<pid_t> out;
+  std::istringstream in(read_small(path, 1 << 20));
+  long v;
+  while (in >> v) out.push_back(static_cast<pid_t>(v));
+  return out;
+}
+
+// /proc/<pid>/stat, the fields we need.
+struct ProcStat {
+  pid_t pid = 0, ppid = 0, sid = 0;
+  char state = '?';
+  unsigned long long start = 0;  // clock ticks after boot: with the pid, a process's identity
+};
+
+bool read_stat(pid_t pid, ProcStat* out) {
+  std::string s = read_small("/proc/" + std::to_string(pid) + "/stat", 4096);
+  auto close = s.rfind(')');  // comm may hold spaces and parentheses
+  if (close == std::string::npos || close + 2 >= s.size()) return false;
+  std::istringstream in(s.substr(close + 2));
+  // state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
+  // cutime cstime priority nice num_threads itrealvalue starttime
+  long ppid, pgrp, sid;
+  std::string skip;
+  if (!(in >> out->state >> ppid >> pgrp >> sid)) return false;
+  for (int i = 0; i < 15; ++i) in >> skip;
+  if (!(in >> out->start)) return false;
+  out->pid = pid;
+  out->ppid = static_cast<pid_t>(ppid);
+  out->sid = static_cast<pid_t>(sid);
+  return true;
+}
+
+std::vector<ProcStat> all_processes() {
+  std::vector<ProcStat> out;
+  DIR* d = ::opendir("/proc");
+  if (!d) return out;
+  while (dirent* e = ::readdir(d)) {
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name, &end, 10);
+    if (pid <= 0 || *end != '\0') continue;
+    ProcStat st;
+    if (read_stat(static_cast<pid_t>(pid), &st) && st.state != 'Z' && st.state != 'X') out.push_back(st);
+  }
+  ::closedir(d);
+  return out;
+}
+
+bool environ_has(pid_t pid, const std::string& marker) {
+  std::string env = read_small("/proc/" + std::to_string(pid) + "/environ", 256 * 1024);
+  for (std::size_t at = 0; at < env.size();) {
+    std::size_t end = env.find('\0', at);
+    if (end == std::string::npos) end = env.size();
+    if (std::string_view(env).substr(at, end - at) == marker) return true;
+    at = end + 1;
+  }
+  return false;
+}
+
+int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+
+// SIGKILL through a pidfd, only if `pid` is still the process that was scanned.
+bool kill_checked(const ProcStat& seen) {
+  base::UniqueFd fd(pidfd_open(seen.pid));
+  if (!fd) return false;
+  ProcStat now;
+  if (!read_stat(seen.pid, &now) || now.start != seen.start) return false;  // reused
+  return ::syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0) == 0;
+}
+
+// Where cgroup v2 is mounted and which cgroup we are in: "<mount><path>", or "".
+std::string own_cgroup2_dir(std::string* why) {
+  std::string mount, root;
+  std::istringstream mi(read_small("/proc/self/mountinfo", 1 << 20));
+  for (std::string line; std::getline(mi, line);) {
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
+    std::istringstream f(line.substr(0, dash));
+    std::string id, parent, dev;
+    f >> id >> parent >> dev >> root >> mount;
+    break;
+  }
+  if (mount.empty()) {
+    *why = "no cgroup2 mount";
+    return {};
+  }
+  std::istringstream cg(read_small("/proc/self/cgroup"));
+  for (std::string line; std::getline(cg, line);) {
+    if (line.rfind("0::", 0) != 0) continue;
+    std::string path = line.substr(3);
+    if (root != "/" && path.rfind(root, 0) == 0) path = path.substr(root.size());
+    if (path == "/") path.clear();
+    return mount + path;
+  }
+  *why = "not in a cgroup v2";
+  return {};
+}
+
+// Kills what a cgroup directory holds and removes it with its children; best effort.
+void remove_tree(const std::string& dir) {
+  write_text(dir + "/cgroup.kill", "1");
+  if (DIR* d = ::opendir(dir.c_str())) {
+    std::vector<std::string> subs;
+    while (dirent* e = ::readdir(d))
+      if (e->d_type == DT_DIR && e->d_name[0] != '.') subs.emplace_back(dir + "/" + e->d_name);
+    ::closedir(d);
+    for (const auto& s : subs) remove_tree(s);
+  }
+  for (int i = 0; i < 100 && ::rmdir(dir.c_str()) < 0 && errno == EBUSY; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+}
+
+}  // namespace
+
+const char* tier_name(ContainmentTier tier) noexcept {
+  switch (tier) {
+    case ContainmentTier::kCgroup: return "cgroup";
+    case ContainmentTier::kPidNamespace: return "pid-namespace";
+    case ContainmentTier::kTracked: return "tracked";
+    case ContainmentTier::kNone: return "none";
+  }
+  return "?";
+}
+
+std::string process_command(pid_t pid) {
+  std::string cmd = read_small("/proc/" + std::to_string(pid) + "/cmdline", 4096);
+  while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
+  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+  if (cmd.empty()) {
+    cmd = read_small("/proc/" + std::to_string(pid) + "/comm", 64);
+    while (!cmd.empty() && cmd.back() == '\n') cmd.pop_back();
+    if (!cmd.empty()) cmd = "[" + cmd + "]";
+  }
+  if (cmd.size() > 200) cmd.resize(200);
+  return cmd;
+}
+
+void await_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds max) {
+  auto deadline = std::chrono::steady_clock::now() + max;
+  std::vector<pid_t> left = pids;
+  while (!left.empty()) {
+    std::erase_if(left, [](pid_t pid) {
+      siginfo_t si{};
+      if (::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG) == 0 && si.si_pid == pid) return true;
+      ProcStat st;  // not ours: gone once it is a zombie of its own parent, or no more
+      return !read_stat(pid, &st) || st.state == 'Z' || st.state == 'X';
+    });
+    if (left.empty() || std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds{2});
+  }
+}
+
+// ---- Containment ----
+
+Containment::Containment(base::ContainmentMode mode) {
+  if (mode == base::ContainmentMode::kTracked || mode == base::ContainmentMode::kOff) {
+    why_not_ = "containment mode is tracked";
+    return;
+  }
+  std::string parent = own_cgroup2_dir(&why_not_);
+  if (parent.empty()) {
+    UEXEC_LOG(kInfo, "containment: tracking descendants ({})", why_not_);
+    return;
+  }
+  root_ = parent + "/uexec-" + std::to_string(::getpid());
+  remove_stale_in(parent);
+  if (::mkdir(root_.c_str(), 0755) < 0 && errno != EEXIST) {
+    why_not_ = "cannot make " + root_ + ": " + std::strerror(errno);
+    root_.clear();
+    UEXEC_LOG(kInfo, "containment: tracking descendants ({})", why_not_);
+    return;
+  }
+  if (::access((root_ + "/cgroup.kill").c_str(), W_OK) != 0) {
+    why_not_ = "no writable cgroup.kill (Linux 5.14+) in " + root_;
+    ::rmdir(root_.c_str());
+    root_.clear();
+    UEXEC_LOG(kInfo, "containment: tracking descendants ({})", why_not_);
+    return;
+  }
+  root_fd_.reset(::open(root_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!root_fd_) {
+    why_not_ = "cannot open " + root_;
+    ::rmdir(root_.c_str());
+    root_.clear();
+    return;
+  }
+  UEXEC_LOG(kDebug, "containment: a cgroup per session under {}", root_);
+}
+
+Containment::~Containment() {
+  if (!cgroups()) return;
+  // Sessions killed their own groups as they went; this catches anything a failed kill left.
+  write_text(root_ + "/cgroup.kill", "1");
+  for (int i = 0; i < 200; ++i) {  // ≤ 1 s for SIGKILLed processes to finish exiting
+    if (read_small(root_ + "/cgroup.events").find("populated 0") != std::string::npos) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  for (const auto& dir : retired_) ::rmdir(dir.c_str());
+  root_fd_.reset();
+  remove_tree(root_);
+}
+
+void Containment::remove_stale_in(const std::string& parent) {
+  DIR* d = ::opendir(parent.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strncmp(e->d_name, "uexec-", 6) != 0) continue;
+    char* end = nullptr;
+    long pid = std::strtol(e->d_name + 6, &end, 10);
+    if (pid <= 0 || *end != '\0' || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) < 0 && errno == ESRCH) stale.emplace_back(parent + "/" + e->d_name);
+  }
+  ::closedir(d);
+  for (const auto& dir : stale) {
+    UEXEC_LOG(kInfo, "containment: removing {} (its manager is gone)", dir);
+    remove_tree(dir);
+  }
+}
+
+std::unique_ptr<ContainmentGroup> Containment::make_group(const std::vector<std::string>& env) {
+  sweep_retired();
+  std::unique_ptr<ContainmentGroup> g(new ContainmentGroup(this, ContainmentTier::kTracked));
+  for (const auto& kv : env)
+    if (kv.rfind("UEXEC_SESSION_ID=", 0) == 0) g->marker_ = kv;
+  if (!cgroups()) return g;
+  std::string name = "s" + std::to_string(next_++);
+  if (::mkdirat(root_fd_.get(), name.c_str(), 0755) < 0) {
+    UEXEC_LOG(kWarn, "containment: mkdir {}/{}: {}; tracking this session", root_, name, std::strerror(errno));
+    return g;
+  }
+  g->path_ = root_ + "/" + name;
+  g->procs_.reset(::open((g->path_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+  if (!g->procs_) {
+    ::rmdir(g->path_.c_str());
+    g->path_.clear();
+    return g;
+  }
+  g->tier_ = ContainmentTier::kCgroup;
+  return g;
+}
+
+void Containment::retire(std::string path) {
+  if (::rmdir(path.c_str()) == 0 || errno == ENOENT) return;
+  retired_.push_back(std::move(path));  // killed processes still exiting: later
+}
+
+void Containment::sweep_retired() {
+  std::erase_if(retired_, [](const std::string& p) { return ::rmdir(p.c_str()) == 0 || errno == ENOENT; });
+}
+
+// ---- ContainmentGroup ----
+
+ContainmentGroup::~ContainmentGroup() {
+  procs_.reset();
+  if (!path_.empty()) owner_->retire(std::move(path_));
+}
+
+std::vector<pid_t> ContainmentGroup::members() const {
+  if (tier_ == ContainmentTier::kCgroup) {
+    auto pids = read_pids(path_ + "/cgroup.procs");
+    std::erase(pids, leader_);
+    return pids;
+  }
+  if (tier_ == ContainmentTier::kTracked) return tracked_members();
+  return {};
+}
+
+std::vector<pid_t> ContainmentGroup::tracked_members() const {
+  if (leader_ <= 0 && marker_.empty()) return {};
+  const pid_t self = ::getpid();
+  auto procs = all_processes();
+  std::unordered_set<pid_t> in;
+  for (const auto& p : procs) {
+    if (p.pid == self || p.pid == leader_) continue;
+    // The leader's session id, on anything but a new session leader that reused its pid.
+    bool seed = leader_ > 0 && p.sid == leader_;
+    // An orphan that left the session (setsid) but kept the session's environment.
+    if (!seed && !marker_.empty() && (p.ppid == self || p.ppid == 1)) seed = environ_has(p.pid, marker_);
+    if (seed) in.insert(p.pid);
+  }
+  // Everything below a member is a member.
+  for (bool grew = !in.empty(); grew;) {
+    grew = false;
+    for (const auto& p : procs)
+      if (!in.count(p.pid) && p.pid != self && p.pid != leader_ && in.count(p.ppid)) grew |= in.insert(p.pid).second;
+  }
+  return {in.begin(), in.end()};
+}
+
+std::vector<LingeringProcess> ContainmentGroup::kill_all() {
+  std::vector<LingeringProcess> out;
+  if (tier_ == ContainmentTier::kCgroup) {
+    for (pid_t pid : members()) out.push_back({pid, process_command(pid), false});
+    if (out.empty()) return out;
+    bool ok = write_text(path_ + "/cgroup.kill", "1");
+    for (auto& l : out) l.killed = ok;
+    return out;
+  }
+  if (tier_ != ContainmentTier::kTracked) return out;
+  std::map<pid_t, std::size_t> seen;
+  for (int sweep = 0; sweep < 3; ++sweep) {
+    auto pids = tracked_members();
+    if (pids.empty()) break;
+    for (pid_t pid : pids) {
+      ProcStat st;
+      if (!read_stat(pid, &st)) continue;
+      auto [it, fresh] = seen.emplace(pid, out.size());
+      if (fresh) out.push_back({pid, process_command(pid), false});
+      if (kill_checked(st)) out[it->second].killed = true;
+    }
+  }
+  return out;
+}
+
+}  // namespace uexec::session

@@ -1,0 +1,141 @@
+// Containment (agent-semantics.md §5.2): nothing a session started outlives it, whichever
+// way it left the process tree, in the cgroup tier (when this machine can make cgroups) and
+// in the tracked tier.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <algorithm>
+
+#include "integration/session_helpers.h"
+#include "session/containment.h"
+
+using namespace uexec;
+using namespace uexec::test;
+
+namespace {
+
+// The modes this machine can run: tracked always, cgroup when a cgroup can be made.
+std::vector<base::ContainmentMode> modes() {
+  std::vector<base::ContainmentMode> out{base::ContainmentMode::kTracked};
+  session::Containment probe(base::ContainmentMode::kCgroup);
+  if (probe.cgroups()) out.push_back(base::ContainmentMode::kCgroup);
+  else MESSAGE("cgroup tier not checked: " << probe.why_not_cgroups());
+  return out;
+}
+
+base::Config config(base::ContainmentMode mode) {
+  base::Config cfg;
+  cfg.containment = mode;
+  cfg.close_drain = std::chrono::milliseconds{300};
+  return cfg;
+}
+
+// A shell script that starts every kind of escapee, waits until all four exist, and exits.
+// Unique arguments let the test find them (and nothing else) with pgrep. SIGHUP is ignored:
+// on a tty the kernel hangs up the foreground group when the leader exits, which would end
+// the ones left in it before containment is needed.
+policy::ExecRequest escapees(const std::string& tag, bool tty) {
+  std::string n = tag;
+  auto req = request({"/bin/bash", "-c",
+                      "trap '' HUP; setsid -f sleep " + n + "1; (sleep " + n + "2 &); nohup sleep " + n +
+                          "3 >/dev/null 2>&1 & (setsid bash -c 'sleep " + n + "4; true' &); "
+                          "for i in $(seq 200); do [ \"$(pgrep -c -f '^sleep " + n +
+                          "[1-4]$')\" = 4 ] && break; sleep 0.05; done; echo started"},
+                     tty);
+  req.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "UEXEC_SESSION_ID=" + tag};
+  return req;
+}
+
+bool has_command(const std::vector<session::LingeringProcess>& l, const std::string& cmd, bool killed) {
+  return std::any_of(l.begin(), l.end(), [&](const auto& p) {
+    return p.command.find(cmd) != std::string::npos && p.killed == killed;
+  });
+}
+
+bool all_gone(LoopFixture& f, const std::vector<session::LingeringProcess>& l) {
+  // Gone means reaped too: a zombie still answers kill(pid, 0).
+  return f.run_until([&] {
+    return std::all_of(l.begin(), l.end(), [](const auto& p) { return ::kill(p.pid, 0) == -1 && errno == ESRCH; });
+  }, std::chrono::milliseconds{10000});
+}
+
+}  // namespace
+
+TEST_CASE("setsid, double-fork and nohup escapees are killed, reaped and reported when the session ends") {
+  int round = 0;
+  for (auto mode : modes()) {
+    for (bool tty : {false, true}) {
+      CAPTURE(session::tier_name(mode == base::ContainmentMode::kCgroup ? session::ContainmentTier::kCgroup
+                                                                         : session::ContainmentTier::kTracked));
+      CAPTURE(tty);
+      ManagerFixture f(config(mode));
+      std::string tag = std::to_string(917 + round++);
+      auto& s = f.start(escapees(tag, tty));
+      CHECK(s.containment_tier() == (mode == base::ContainmentMode::kCgroup ? session::ContainmentTier::kCgroup
+                                                                             : session::ContainmentTier::kTracked));
+      REQUIRE(f.wait_finished(s));
+      CHECK(all_output(s).find("started") != std::string::npos);
+      CHECK(s.verdict()->status.code == 0);
+      const auto& l = s.lingering();
+      for (int i = 1; i <= 4; ++i) CHECK_MESSAGE(has_command(l, "sleep " + tag + std::to_string(i), true), i);
+      CHECK(all_gone(f, l));
+      CHECK(count_zombie_children() == 0);
+    }
+  }
+}
+
+TEST_CASE("a background job holding the PTY is listed while it runs, then killed when the session closes") {
+  for (auto mode : modes()) {
+    ManagerFixture f(config(mode));
+    // A plain `sleep &` would die of the leader's hang-up; this one ignores it, as daemons do.
+    auto req = request({"/bin/bash", "-c", "trap '' HUP; sleep 9271 & echo hi"}, true);
+    req.env = std::vector<std::string>{"PATH=/usr/bin:/bin"};
+    auto& s = f.start(req);
+    REQUIRE(f.run_until([&] { return s.exited(); }));
+    CHECK_FALSE(s.finished());  // the close drain runs: the job still holds the slave
+    CHECK(has_command(s.live_descendants(), "sleep 9271", false));
+    REQUIRE(f.wait_finished(s));
+    CHECK(all_output(s).find("hi") != std::string::npos);
+    CHECK(has_command(s.lingering(), "sleep 9271", true));
+    CHECK(all_gone(f, s.lingering()));
+  }
+}
+
+TEST_CASE("a session that ends cleanly reports no lingering process") {
+  for (auto mode : modes()) {
+    ManagerFixture f(config(mode));
+    auto& s = f.start(request({"/bin/sh", "-c", "echo done"}, false));
+    REQUIRE(f.wait_finished(s));
+    CHECK(s.lingering().empty());
+  }
+}
+
+TEST_CASE("destroying the manager kills the escapees of sessions still running") {
+  for (auto mode : modes()) {
+    std::vector<session::LingeringProcess> seen;
+    {
+      ManagerFixture f(config(mode));
+      auto req = request({"/bin/bash", "-c", "setsid -f sleep 9391; exec sleep 100"}, false);
+      req.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "UEXEC_SESSION_ID=mgr"};
+      auto& s = f.start(req);
+      REQUIRE(f.run_until([&] {
+        seen = s.live_descendants();
+        return has_command(seen, "sleep 9391", false);
+      }));
+    }
+    for (const auto& p : seen) CHECK_MESSAGE((::kill(p.pid, 0) == -1 && errno == ESRCH), p.command);
+    CHECK(count_zombie_children() == 0);
+  }
+}
+
+TEST_CASE("containment off: the manager leaves descendants alone") {
+  ManagerFixture f(config(base::ContainmentMode::kOff));
+  auto req = request({"/bin/bash", "-c", "setsid -f sleep 9491; echo started"}, false);
+  req.env = std::vector<std::string>{"PATH=/usr/bin:/bin"};
+  auto& s = f.start(req);
+  REQUIRE(f.wait_finished(s));
+  CHECK(s.containment_tier() == session::ContainmentTier::kNone);
+  CHECK(s.lingering().empty());
+  // Clean up what we deliberately let go.
+  f.run_until([] { return std::system("pkill -x -f 'sleep 9491'") == 0; }, std::chrono::milliseconds{3000});
+}
