@@ -50,6 +50,27 @@ std::string age_text(Clock::duration d) {
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // The last line of `text` (without the newline), at most `max` bytes, lossily decoded.
+// `Lingering processes: 2 killed (sleep pid 4242, tee pid 4243)` (§2.6).
+std::string lingering_line(const std::vector<session::LingeringProcess>& l) {
+  std::size_t killed = 0;
+  std::string names;
+  for (const auto& p : l) {
+    killed += p.killed ? 1 : 0;
+    if (!names.empty()) names += ", ";
+    names += fmt::format("{} pid {}", p.comm, p.pid);
+  }
+  if (killed == l.size()) return fmt::format("Lingering processes: {} killed ({})", killed, names);
+  return fmt::format("Lingering processes: {} still running, to be killed when the session closes ({})",
+                     l.size() - killed, names);
+}
+
+// After the exit: what still holds the output (and will be killed when the session closes),
+// or what was killed when it closed.
+void report_lingering(const session::Session& s, Response& r, std::vector<std::string>& extra) {
+  r.lingering = s.finished() ? s.lingering() : s.live_descendants();
+  if (!r.lingering.empty()) extra.push_back(lingering_line(r.lingering));
+}
+
 std::string last_line(std::string_view raw, std::size_t max) {
   std::string t = strip_ansi(raw);
   while (!t.empty() && (t.back() == '\n')) t.pop_back();
@@ -620,6 +641,7 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
       extra.push_back(fmt::format("Signal: {} (sent by {})", *r.signal, *r.killed_by));
     }
     if (v->denial) r.sandbox_denied = v->denial;
+    report_lingering(*s, r, extra);
     if (!a.ended) {
       std::string reason = v->denial ? "denied" : (a.killed_by ? "killed" : "exited");
       mark_ended(a, reason);
@@ -1221,16 +1243,21 @@ Result<Response> ExecService::read_output(const ReadParams& p) {
   env.chunk_id = r.chunk_id;
   env.wall_time_seconds = r.wall_time_seconds;
   env.session_id = a->id;
+  r.session = a->id;
+  r.output_closed = a->s->output_closed();
+  std::vector<std::string> lingering;
   if (const auto& v = a->s->verdict()) {
     r.exit_code = v->status.shell_code();
     env.exit_code = r.exit_code;
     r.state = "exited";
+    report_lingering(*a->s, r, lingering);
   } else {
     r.session_id = a->id;
     r.state = "running";
   }
   env.extra.push_back(r.screen ? screen_line(*r.screen)
                               : fmt::format("Range: bytes {}-{} of {}", range_from, range_to, ring.total()));
+  env.extra.insert(env.extra.end(), lingering.begin(), lingering.end());
   env.original_tokens = r.original_token_count;
   env.body = body;
   r.text = render_envelope(env);
@@ -1261,6 +1288,7 @@ ListResult ExecService::list_sessions(const ListParams& p) {
       if (v->status.signal) row.signal = pty::signal_name(v->status.signal);
     }
     row.killed_by = a->killed_by;
+    row.containment = session::tier_name(a->s->containment_tier());
     if (a->ended)
       row.state = "ended:" + a->end_reason.value_or("exited");
     else if (a->s->verdict())

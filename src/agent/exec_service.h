@@ -175,6 +175,9 @@ struct Response {
   std::vector<std::string> warnings;
   std::optional<policy::SandboxDenied> sandbox_denied;
   std::optional<ScreenInfo> screen;  // set for View::kScreen
+  // Descendants that outlived the leader: still running (killed when the session closes) or,
+  // once it closed, killed then.
+  std::vector<session::LingeringProcess> lingering;
 };
 
 struct SessionRow {
@@ -189,6 +192,7 @@ struct SessionRow {
   std::optional<std::string> signal, killed_by;
   std::string last_line;
   std::uint64_t retained_bytes = 0, omitted_bytes = 0;
+  std::string containment;  // cgroup | pid-namespace | tracked | none
 };
 
 struct ListResult {

@@ -149,6 +149,13 @@ json AgentTools::error_result(const std::string& text) {
   return {{"content", json::array({{{"type", "text"}, {"text", text}}})}, {"isError", true}};
 }
 
+json AgentTools::lingering(const std::vector<session::LingeringProcess>& l) {
+  json out = json::array();
+  for (const auto& p : l)
+    out.push_back({{"pid", p.pid}, {"comm", p.comm}, {"command", p.command}, {"killed", p.killed}});
+  return out;
+}
+
 json AgentTools::tool_result(const agent::Response& r, bool structured) {
   json out = {{"content", json::array({{{"type", "text"}, {"text", r.text}}})}, {"isError", false}};
   if (!structured) return out;
@@ -168,6 +175,7 @@ json AgentTools::tool_result(const agent::Response& r, bool structured) {
   if (r.signal) s["signal"] = *r.signal;
   if (r.killed_by) s["killed_by"] = *r.killed_by;
   if (r.core_dumped) s["core_dumped"] = true;
+  if (!r.lingering.empty()) s["lingering"] = lingering(r.lingering);
   if (r.fired) s["fired"] = *r.fired;
   if (r.match_text) s["match"] = {{"offset", r.match_offset.value_or(0)}, {"text", *r.match_text}};
   if (r.match_port) s["match"] = {{"port", r.match_port->port}, {"pid", r.match_port->pid}, {"comm", r.match_port->comm}};
@@ -306,7 +314,8 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
         json row = {{"session_id", r.id},    {"state", r.state},         {"command", r.command},
                     {"cwd", r.cwd},          {"tty", r.tty},             {"age_seconds", r.age_s},
                     {"idle_seconds", r.idle_s}, {"unread_bytes", r.unread_bytes}, {"last_line", r.last_line},
-                    {"retained_bytes", r.retained_bytes}, {"omitted_bytes", r.omitted_bytes}};
+                    {"retained_bytes", r.retained_bytes}, {"omitted_bytes", r.omitted_bytes},
+                    {"containment", r.containment}};
         row["name"] = r.name ? json(*r.name) : json();
         row["exit_code"] = r.exit_code ? json(*r.exit_code) : json();
         if (r.signal) row["signal"] = *r.signal;

@@ -28,6 +28,8 @@ class AgentTools {
 
   static json tools_list(const std::string& version);
   static json tool_result(const agent::Response& r, bool structured);
+  // [{pid, comm, command, killed}]: a session's lingering processes, for tools and process/*.
+  static json lingering(const std::vector<session::LingeringProcess>& l);
   static json error_result(const std::string& text);
 
  private:

@@ -19,6 +19,7 @@
 #include "base/log.h"
 #include "pty/pty_pair.h"
 #include "pty/tty_state.h"
+#include "rpc/agent_tools.h"
 #include "rpc/base64.h"
 #include "rpc/file_uri.h"
 #include "rpc/sandbox_params.h"
@@ -337,7 +338,9 @@ void ExecServer::push_to(Process& p, Session& to, SubState& st) {
   }
   if (!st.sent_exited && ex) send_exited();
   if (st.sent_exited && !st.sent_closed && cl) {
-    c->notify("process/closed", params({{"processId", p.id}, {"seq", cl}, {"outputEof", p.s->output_eof()}}));
+    json closed = params({{"processId", p.id}, {"seq", cl}, {"outputEof", p.s->output_eof()}});
+    if (!p.s->lingering().empty()) closed["lingering"] = AgentTools::lingering(p.s->lingering());
+    c->notify("process/closed", std::move(closed));
     st.sent_closed = true;
   }
 }
@@ -1041,6 +1044,8 @@ void ExecServer::Connection::m_list(const json& id, const json& params) {
       auto me = p->viewers.find(session_);
       e["role"] = s.get() == session_ ? "owner" : (me != p->viewers.end() ? "viewer" : "participant");
       e["ownerConnected"] = s->conn != nullptr;
+      e["containment"] = session::tier_name(p->s->containment_tier());
+      if (!p->s->lingering().empty()) e["lingering"] = AgentTools::lingering(p->s->lingering());
       e["canInput"] = me == p->viewers.end() || me->second || !s->conn;
       out.push_back(std::move(e));
     }

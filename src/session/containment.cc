@@ -168,17 +168,17 @@ const char* tier_name(ContainmentTier tier) noexcept {
   return "?";
 }
 
-std::string process_command(pid_t pid) {
-  std::string cmd = read_small("/proc/" + std::to_string(pid) + "/cmdline", 4096);
-  while (!cmd.empty() && cmd.back() == '\0') cmd.pop_back();
-  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
-  if (cmd.empty()) {
-    cmd = read_small("/proc/" + std::to_string(pid) + "/comm", 64);
-    while (!cmd.empty() && cmd.back() == '\n') cmd.pop_back();
-    if (!cmd.empty()) cmd = "[" + cmd + "]";
-  }
-  if (cmd.size() > 200) cmd.resize(200);
-  return cmd;
+LingeringProcess describe_process(pid_t pid) {
+  LingeringProcess p;
+  p.pid = pid;
+  p.comm = read_small("/proc/" + std::to_string(pid) + "/comm", 64);
+  while (!p.comm.empty() && p.comm.back() == '\n') p.comm.pop_back();
+  p.command = read_small("/proc/" + std::to_string(pid) + "/cmdline", 4096);
+  while (!p.command.empty() && p.command.back() == '\0') p.command.pop_back();
+  std::replace(p.command.begin(), p.command.end(), '\0', ' ');
+  if (p.command.empty() && !p.comm.empty()) p.command = "[" + p.comm + "]";
+  if (p.command.size() > 200) p.command.resize(200);
+  return p;
 }
 
 void await_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds max) {
@@ -337,7 +337,7 @@ std::vector<pid_t> ContainmentGroup::tracked_members() const {
 std::vector<LingeringProcess> ContainmentGroup::kill_all() {
   std::vector<LingeringProcess> out;
   if (tier_ == ContainmentTier::kCgroup) {
-    for (pid_t pid : members()) out.push_back({pid, process_command(pid), false});
+    for (pid_t pid : members()) out.push_back(describe_process(pid));
     if (out.empty()) return out;
     bool ok = write_text(path_ + "/cgroup.kill", "1");
     for (auto& l : out) l.killed = ok;
@@ -352,7 +352,7 @@ std::vector<LingeringProcess> ContainmentGroup::kill_all() {
       ProcStat st;
       if (!read_stat(pid, &st)) continue;
       auto [it, fresh] = seen.emplace(pid, out.size());
-      if (fresh) out.push_back({pid, process_command(pid), false});
+      if (fresh) out.push_back(describe_process(pid));
       if (kill_checked(st)) out[it->second].killed = true;
     }
   }

@@ -40,6 +40,7 @@ const char* tier_name(ContainmentTier tier) noexcept;  // "cgroup", "pid-namespa
 // A process found alive when its session ended.
 struct LingeringProcess {
   pid_t pid = 0;
+  std::string comm;     // the kernel's name for it (/proc/<pid>/comm)
   std::string command;  // its cmdline, NULs as spaces, at most 200 characters
   bool killed = false;  // SIGKILL was delivered
 };
@@ -112,7 +113,8 @@ class ContainmentGroup {
 // (re-parented orphans). For shutdown: it blocks.
 void await_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds max);
 
-// The command line of `pid` as text (NULs as spaces, ≤ 200 characters), or its comm.
-std::string process_command(pid_t pid);
+// `pid` as a LingeringProcess (not killed): its comm and command line (NULs as spaces,
+// ≤ 200 characters; the comm in brackets when it has none).
+LingeringProcess describe_process(pid_t pid);
 
 }  // namespace uexec::session

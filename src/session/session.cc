@@ -152,7 +152,7 @@ const std::vector<LingeringProcess>& Session::kill_lingering() {
 std::vector<LingeringProcess> Session::live_descendants() const {
   std::vector<LingeringProcess> out;
   if (!group_ || contained_) return out;
-  for (pid_t pid : group_->members()) out.push_back({pid, process_command(pid), false});
+  for (pid_t pid : group_->members()) out.push_back(describe_process(pid));
   return out;
 }
 

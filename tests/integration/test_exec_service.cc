@@ -5,11 +5,13 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <optional>
 #include <regex>
 #include <set>
 
 #include "agent/exec_service.h"
+#include "session/containment.h"
 #include "integration/session_helpers.h"
 
 extern char** environ;
@@ -485,6 +487,62 @@ TEST_CASE("pain points: a grandchild holding the PTY, exec > >(tee), pagers") {
   CHECK(log->exit_code == 0);
   CHECK(log->output.find("(END)") == std::string::npos);
   CHECK(log->output.find("100") != std::string::npos);
+}
+
+TEST_CASE("a grandchild holding the PTY is reported at the exit and killed when the session closes") {
+  AgentFixture f;
+  // The kernel hangs up the leader's foreground group when it exits; a job that ignores it
+  // (a daemon, `nohup`) is the one that lingers.
+  auto g = f.exec_cmd(cmd("trap '' HUP; sleep 9471 & echo hi", true, 10000));
+  REQUIRE(g);
+  CHECK(g->exit_code == 0);
+  CHECK(g->output.find("hi") != std::string::npos);
+  CHECK_FALSE(g->output_closed);
+  REQUIRE(g->lingering.size() == 1);
+  CHECK(g->lingering[0].comm == "sleep");
+  CHECK_FALSE(g->lingering[0].killed);
+  CHECK(g->text.find("Lingering processes: 1 still running, to be killed when the session closes (sleep pid " +
+                     std::to_string(g->lingering[0].pid) + ")") != std::string::npos);
+  pid_t pid = g->lingering[0].pid;
+  // One close drain later the session is finished and the job is gone.
+  REQUIRE(f.run_until([&] { return ::kill(pid, 0) == -1 && errno == ESRCH; }, 10s));
+  agent::ReadParams rp;
+  rp.session_id = g->session;
+  auto back = f.exec->read_output(rp);
+  REQUIRE(back);
+  CHECK_MESSAGE(back->output_closed, back->text);
+  CHECK(back->text.find("Lingering processes: 1 killed (sleep pid " + std::to_string(pid) + ")") != std::string::npos);
+}
+
+TEST_CASE("a setsid escapee is dead after kill_session, in the cgroup and the tracked tier") {
+  std::vector<base::ContainmentMode> modes{base::ContainmentMode::kTracked};
+  if (session::Containment(base::ContainmentMode::kCgroup).cgroups()) modes.push_back(base::ContainmentMode::kCgroup);
+  for (auto mode : modes) {
+    auto cfg = agent_config();
+    cfg.containment = mode;
+    AgentFixture f(cfg);
+    auto r = f.exec_cmd(cmd("setsid -f sleep 9581; echo started; sleep 100", false, 500));
+    REQUIRE(r);
+    REQUIRE(r->session_id);
+    auto rows = f.exec->list_sessions({});
+    REQUIRE(rows.rows.size() == 1);
+    CHECK(rows.rows[0].containment == (mode == base::ContainmentMode::kCgroup ? "cgroup" : "tracked"));
+    std::vector<session::LingeringProcess> live;
+    REQUIRE(f.run_until([&] {
+      live = f.pm->sessions().front()->live_descendants();
+      return std::any_of(live.begin(), live.end(), [](const auto& p) { return p.command == "sleep 9581"; });
+    }));
+    pid_t escapee = 0;
+    for (const auto& p : live)
+      if (p.command == "sleep 9581") escapee = p.pid;
+    agent::KillParams k;
+    k.session_id = r->session_id;
+    auto killed = f.kill(k);
+    REQUIRE(killed);
+    CHECK(killed->exit_code);
+    CHECK(f.run_until([&] { return ::kill(escapee, 0) == -1 && errno == ESRCH; }, 10s));
+    CHECK(count_zombie_children() == 0);
+  }
 }
 
 TEST_CASE("4 KiB+ of output from a fast exit arrives whole, tty and pipes, 1000 runs") {
