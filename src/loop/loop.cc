@@ -1,5 +1,7 @@
 #include "loop/loop.h"
 
+#include "loop/timer.h"
+
 #include "base/check.h"
 #include "base/log.h"
 
@@ -33,6 +35,11 @@ Loop::~Loop() {
 }
 
 void Loop::run() { uv_run(&loop_, UV_RUN_DEFAULT); }
+
+ManualClock& Loop::use_manual_clock() {
+  if (!manual_) manual_ = std::make_unique<ManualClock>();
+  return *manual_;
+}
 
 void Loop::settle(int turns) {
   for (int i = 0; i < turns; ++i) {

@@ -23,6 +23,8 @@
 
 namespace uexec::loop {
 
+class ManualClock;
+
 class Loop {
  public:
   Loop();
@@ -40,6 +42,11 @@ class Loop {
   // Runs non-blocking turns until only the loop's own handles remain open or `turns` ran:
   // lets close callbacks (ours and libraries') finish. Never call it from a callback.
   void settle(int turns = 16);
+
+  // Tests: from now on timers (loop::Timer, kLoopTime) run on a fake clock that moves only
+  // when the test advances it. Call before any timer is armed.
+  ManualClock& use_manual_clock();
+  ManualClock* manual_clock() noexcept { return manual_.get(); }
 
   // Thread-safe: runs fn on the loop thread soon.
   void post(std::function<void()> fn);
@@ -62,6 +69,7 @@ class Loop {
   std::mutex mu_;
   std::vector<std::function<void()>> posted_;
   std::unique_ptr<std::byte[]> slab_;
+  std::unique_ptr<ManualClock> manual_;
 };
 
 }  // namespace uexec::loop

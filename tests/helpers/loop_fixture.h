@@ -29,10 +29,10 @@ struct LoopFixture {
   bool run_until(Pred pred, std::chrono::milliseconds deadline = 20s) {
     bool expired = false;
     {
-      loop::Timer guard(loop);
+      loop::Timer guard(loop, loop::Timer::kRealTime);  // also under a manual clock
       guard.start(deadline, [&] { expired = true; });
       // A tick, so predicates on state outside the loop (the kernel's) are looked at too.
-      loop::Timer tick(loop);
+      loop::Timer tick(loop, loop::Timer::kRealTime);
       tick.start(std::chrono::milliseconds{10}, [] {}, std::chrono::milliseconds{10});
       while (!pred() && !expired) loop.run_once(true);
     }

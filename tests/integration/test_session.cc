@@ -21,6 +21,13 @@ std::uint64_t fnv1a(std::uint64_t h, const std::byte* p, std::size_t n) {
   return h;
 }
 
+// The background job, killed when the session closed (perhaps before it got to exec sleep).
+bool has_lingering_sleep(const session::Session& s) {
+  for (const auto& l : s.lingering())
+    if ((l.command == "sleep 30" || l.command.rfind("/bin/sh -c sleep 30", 0) == 0) && l.killed) return true;
+  return false;
+}
+
 constexpr std::uint64_t kFnvBasis = 14695981039346656037ull;
 
 std::string pattern(std::size_t n) {
@@ -180,4 +187,34 @@ TEST_CASE("the screen model follows a real flood in batches and ends on the last
   REQUIRE(lt);
   CHECK(lt->screen->lines() == lines);
   CHECK_FALSE(lt->exact);  // 1.3 MB of output, 1 MiB retained: the middle was never seen
+}
+
+TEST_CASE("fake clock: a sandboxed run's `exited` comes exactly at the 20 ms exit drain, `closed` one close drain later") {
+  base::Config cfg;
+  cfg.close_drain = std::chrono::milliseconds{1000};
+  ManagerFixture f(cfg);
+  auto& clock = f.loop.use_manual_clock();
+  // The background sleep keeps stdout open: no EOF comes, so only the timers can end it.
+  auto req = request({"/bin/sh", "-c", "sleep 30 & echo out; exit 3"}, false);
+  auto id = f.pm->start(req, policy::SandboxAttempt::fake(std::make_shared<policy::DenialLog>()));
+  REQUIRE(id);
+  auto& s = *f.pm->find(*id);
+  REQUIRE(f.run_until([&] { return s.process()->exited() && all_output(s) == "out\n"; }));
+  CHECK_FALSE(s.verdict());
+  clock.advance(std::chrono::milliseconds{19});
+  CHECK_FALSE(s.verdict());  // still draining
+  clock.advance(std::chrono::milliseconds{1});
+  REQUIRE(s.verdict());  // at 20 ms exactly, with the sandbox's verdict
+  CHECK(s.verdict()->status.code == 3);
+  CHECK_FALSE(s.verdict()->sandbox_denied());
+  CHECK(s.exited_seq() > 0);
+  clock.advance(std::chrono::milliseconds{999});
+  CHECK_FALSE(s.finished());
+  clock.advance(std::chrono::milliseconds{1});
+  CHECK(s.finished());  // the close drain hung up the output
+  CHECK_FALSE(s.output_eof());
+  CHECK(s.closed_seq() == s.exited_seq() + 1);
+  std::string seen;
+  for (const auto& l : s.lingering()) seen += l.command + (l.killed ? " (killed); " : "; ");
+  CHECK_MESSAGE(has_lingering_sleep(s), seen);
 }

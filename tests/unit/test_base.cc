@@ -2,7 +2,12 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <string>
+#include <vector>
+
 #include "base/result.h"
+#include "loop/loop.h"
+#include "loop/timer.h"
 #include "pty/exit_status.h"
 #include "pty/spawn.h"
 
@@ -47,4 +52,31 @@ TEST_CASE("resolve_program looks up the child's PATH and tells ENOENT from EACCE
   CHECK(missing.error().sys_errno == ENOENT);
   auto with_slash = pty::resolve_program("./x", {}, "");
   CHECK(*with_slash == "./x");
+}
+
+TEST_CASE("manual clock: timers fire in due order at their exact times, repeat, stop and re-arm") {
+  loop::Loop loop;
+  auto& clock = loop.use_manual_clock();
+  std::vector<std::string> fired;
+  loop::Timer a(loop), b(loop), r(loop), gone(loop);
+  a.start(std::chrono::milliseconds{30}, [&] { fired.push_back("a@" + std::to_string(clock.now().count())); });
+  b.start(std::chrono::milliseconds{10}, [&] {
+    fired.push_back("b@" + std::to_string(clock.now().count()));
+    b.start(std::chrono::milliseconds{5}, [&] { fired.push_back("b2@" + std::to_string(clock.now().count())); });
+  });
+  r.start(std::chrono::milliseconds{20}, [&] { fired.push_back("r@" + std::to_string(clock.now().count())); },
+          std::chrono::milliseconds{20});
+  gone.start(std::chrono::milliseconds{1}, [&] { fired.push_back("gone"); });
+  gone.stop();
+  CHECK(a.active());
+  clock.advance(std::chrono::milliseconds{9});
+  CHECK(fired.empty());
+  clock.advance(std::chrono::milliseconds{41});
+  CHECK(fired == std::vector<std::string>{"b@10", "b2@15", "r@20", "a@30", "r@40"});
+  CHECK(clock.now() == std::chrono::milliseconds{50});
+  CHECK_FALSE(a.active());
+  CHECK(r.active());
+  r.stop();
+  clock.advance(std::chrono::milliseconds{100});
+  CHECK(fired.size() == 5);
 }
