@@ -1,5 +1,6 @@
 #include "agent/exec_service.h"
 
+
 #include <fmt/core.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include <random>
 
 #include "agent/agent_env.h"
+#include "agent/deltas.h"
 #include "agent/keys.h"
 #include "base/log.h"
 #include "pty/tty_state.h"
@@ -153,6 +155,9 @@ struct ExecService::AgentSession {
 
 struct ExecService::Call {
   explicit Call(loop::Loop& l) : timer(l) {}
+  DeltaSplitter::Emit on_delta;      // streaming: set by the front door
+  std::optional<DeltaSplitter> deltas;
+  Offset delta_cursor = 0;           // the next output byte to stream
   CallId id = 0;
   int kind = kExec;
   long sid = 0;
@@ -313,7 +318,25 @@ void ExecService::begin(Call* c) {
   }
   c->scan = a->s->output().total();
   c->partial_start = c->scan;
+  if (c->on_delta) {
+    c->deltas.emplace(cfg_.delta_max_bytes, cfg_.deltas_per_call);
+    c->delta_cursor = a->reader;  // what this call's response will hold
+  }
   evaluate(c);
+}
+
+// Streams what arrived since the last piece; at `closed`, the held tail too.
+void ExecService::stream_deltas(Call& c, AgentSession& a) {
+  if (!c.deltas || c.deltas->exhausted()) return;
+  const auto& ring = a.s->output();
+  while (c.delta_cursor < ring.total()) {
+    auto r = ring.read_from(c.delta_cursor, 64 * 1024);
+    for (const auto& piece : r.pieces)
+      c.deltas->feed({reinterpret_cast<const char*>(piece.bytes.data()), piece.bytes.size()}, c.on_delta);
+    if (r.next == c.delta_cursor) break;
+    c.delta_cursor = r.next;
+  }
+  if (a.s->finished()) c.deltas->close(c.on_delta);
 }
 
 void ExecService::fail(Call* c, Error e) {
@@ -534,6 +557,7 @@ void ExecService::evaluate(Call* c) {
   if (!a) return fail(c, tool_error("the session is gone"));
   auto* s = a->s;
   auto now = Clock::now();
+  stream_deltas(*c, *a);
   if (s->finished()) return finish(c);
   Clock::time_point next = c->deadline;
   if (s->verdict()) {
@@ -919,6 +943,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
       if (a->ended || a->name != *p.name) continue;
       if (a->cmd == p.cmd && a->cwd == cwd && a->tty == p.tty) {
         Call* c = new_call(kWrite, id, std::move(done));
+        c->on_delta = std::move(p.on_delta);
         c->until = until;
         c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
         c->lines.push_back(fmt::format("Session name: {} (existing)", *p.name));
@@ -941,6 +966,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
   }
 
   Call* c = new_call(kExec, 0, std::move(done));
+  c->on_delta = std::move(p.on_delta);
   auto id = start_session(p, c);
   if (!id) {
     fail(c, std::move(id).error());
@@ -995,6 +1021,7 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
   if (!p.until) until.awaiting_input = true;
 
   Call* c = new_call(kWrite, a->id, std::move(done));
+  c->on_delta = std::move(p.on_delta);
   c->until = until;
   c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
   c->yield_requested = requested;

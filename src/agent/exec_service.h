@@ -90,6 +90,8 @@ struct ExecParams {
   bool require_escalated = false;
   // Test hook: the sandbox attempt to run under (overrides the service's default sandbox).
   std::optional<policy::SandboxAttempt> attempt;
+  // Streaming (§3.6): while the call waits, its output as text pieces (MCP progress).
+  std::function<void(std::string_view)> on_delta;
 };
 
 struct WriteParams {
@@ -103,6 +105,7 @@ struct WriteParams {
   std::optional<Until> until;
   bool secret = false;
   View view = View::kRaw;
+  std::function<void(std::string_view)> on_delta;  // as ExecParams::on_delta
 };
 
 struct KillParams {
@@ -254,6 +257,7 @@ class ExecService {
   std::optional<AwaitingInput> detect_awaiting(AgentSession& a, bool require_quiet);
   bool check_until(Call& c, AgentSession& a, Clock::time_point now, Clock::time_point* next);
   bool scan_regex(Call& c, AgentSession& a);
+  void stream_deltas(Call& c, AgentSession& a);
 
   base::Result<long> start_session(const ExecParams& p, Call* c);
   void register_session(AgentSession& a);

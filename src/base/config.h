@@ -32,6 +32,7 @@ struct AgentConfig {
   bool allow_login_shell = true;
   bool deterministic_ids = false;  // tests: ids 1000, 1001, …
   bool envelope_extensions = true;
+  std::size_t delta_max_bytes = 8192, deltas_per_call = 10000;  // streaming (§3.6)
 };
 
 // How sessions' descendants are found and killed (session/containment.h): kAuto uses a

@@ -205,7 +205,7 @@ json AgentTools::tool_result(const agent::Response& r, bool structured) {
 }
 
 bool AgentTools::call(const std::string& name, const json& args_json, bool structured, Done finish,
-                      agent::CallId* call_id) {
+                      agent::CallId* call_id, std::function<void(std::string_view)> on_delta) {
   *call_id = 0;
   auto tool_error = [&](const std::string& text) { finish(error_result(text)); };
   auto done = [finish, structured](base::Result<agent::Response> r) {
@@ -245,6 +245,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
     if (!a.error().empty())
       return tool_error(fmt::format("exec_command failed for `{}`: invalid arguments: {}", cmd.value_or(""), a.error())), true;
     p.cmd = *cmd;
+    p.on_delta = std::move(on_delta);
     return track(exec_.exec_command(std::move(p), done)), true;
   }
   if (name == "write_stdin") {
@@ -264,6 +265,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
     if (a.error().empty() && !p.session_id && !p.name)
       return tool_error("write_stdin failed: session_id is required"), true;
     if (!a.error().empty()) return tool_error("write_stdin failed: invalid arguments: " + a.error()), true;
+    p.on_delta = std::move(on_delta);
     return track(exec_.write_stdin(std::move(p), done)), true;
   }
   if (name == "kill_session") {

@@ -23,7 +23,9 @@ class AgentTools {
   // Runs tool `name` (exec_command, write_stdin, list_sessions, kill_session, read_output).
   // `done` gets the CallToolResult, possibly before this returns; *call_id is the call to
   // cancel (0 when none is pending). False when no tool has that name.
-  bool call(const std::string& name, const json& args, bool structured, Done done, agent::CallId* call_id);
+  // `on_delta`, when set, streams exec_command / write_stdin output while the call waits.
+  bool call(const std::string& name, const json& args, bool structured, Done done, agent::CallId* call_id,
+            std::function<void(std::string_view)> on_delta = {});
   void cancel(agent::CallId id) { exec_.cancel(id); }
 
   static json tools_list(const std::string& version);

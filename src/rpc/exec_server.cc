@@ -391,6 +391,8 @@ void ExecServer::check_shutdown() {
 // ---- connection --------------------------------------------------------------------------------
 
 ExecServer::Connection::~Connection() {
+  auto pending = std::move(exec_calls_);
+  for (auto cid : pending) server_.tools_->cancel(cid);
   if (!session_) return;
   Session* s = session_;
   s->conn = nullptr;
@@ -1237,9 +1239,38 @@ void ExecServer::Connection::m_wait(const json& id, const json& params) {
 void ExecServer::Connection::m_exec(const json& id, const std::string& tool, const json& params) {
   if (!server_.tools_)
     return error(id, kInvalidParams, "exec/* methods need the agent service", {{"kind", "unsupported"}});
+  // `_meta.progressToken` (as in MCP) streams the output as exec/outputDelta while the call waits.
+  json args = params;
+  std::function<void(std::string_view)> on_delta;
+  if (args.is_object() && args.contains("_meta")) {
+    json meta = args["_meta"];
+    args.erase("_meta");
+    if (meta.is_object() && meta.contains("progressToken") &&
+        (meta["progressToken"].is_string() || meta["progressToken"].is_number_integer())) {
+      json token = meta["progressToken"];
+      on_delta = [this, token, n = 0L](std::string_view text) mutable {
+        notify("exec/outputDelta", {{"progressToken", token}, {"index", n++}, {"delta", text}});
+      };
+    }
+  }
+  struct Pending {
+    agent::CallId id = 0;
+    bool done = false;
+  };
+  auto pending = std::make_shared<Pending>();
   agent::CallId cid = 0;
   server_.tools_->call(
-      tool, params, true, [this, id](json result) { reply(id, std::move(result)); }, &cid);
+      tool, args, true,
+      [this, id, pending](json result) {
+        pending->done = true;
+        exec_calls_.erase(pending->id);
+        reply(id, std::move(result));
+      },
+      &cid, std::move(on_delta));
+  if (cid != 0 && !pending->done) {
+    pending->id = cid;
+    exec_calls_.insert(cid);
+  }
 }
 
 }  // namespace uexec::rpc

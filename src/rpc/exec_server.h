@@ -20,6 +20,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -147,6 +148,9 @@ class ExecServer::Connection {
   bool initialized_ = false;
   bool extensions_ = false;
   bool waiting_for_drain_ = false;
+  // exec/* calls still waiting: cancelled if the connection goes first (their replies
+  // would otherwise reach a destroyed connection).
+  std::set<std::uint64_t> exec_calls_;
   std::string client_name_;
 };
 

@@ -89,22 +89,38 @@ void McpServer::handle_request(const json& id, const std::string& method, const 
     if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
       return error(id, kInvalidParams, "tools/call needs params.name");
     json args = params.contains("arguments") ? params["arguments"] : json::object();
-    return call_tool(id, params["name"].get<std::string>(), args);
+    // A progressToken asks for progress: the output streams as notifications/progress.
+    json token;
+    if (params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")) {
+      const auto& t = params["_meta"]["progressToken"];
+      if (t.is_string() || t.is_number_integer()) token = t;
+    }
+    return call_tool(id, params["name"].get<std::string>(), args, token);
   }
   error(id, kMethodNotFound, "Method not found: " + method);
 }
 
-void McpServer::call_tool(const json& id, const std::string& name, const json& args) {
+void McpServer::call_tool(const json& id, const std::string& name, const json& args, const json& progress_token) {
   bool structured = version_ == "2025-06-18";
   std::string key = id.dump();
   agent::CallId cid = 0;
+  std::function<void(std::string_view)> on_delta;
+  if (!progress_token.is_null()) {
+    // The call ends (replied or cancelled) before this server goes, so `this` outlives it.
+    on_delta = [this, progress_token, n = 0L](std::string_view text) mutable {
+      json note = {{"jsonrpc", "2.0"},
+                   {"method", "notifications/progress"},
+                   {"params", {{"progressToken", progress_token}, {"progress", ++n}, {"message", text}}}};
+      send_(note.dump());
+    };
+  }
   bool known = tools_.call(
       name, args, structured,
       [this, id, key](json result) {
         pending_.erase(key);
         reply(id, std::move(result));
       },
-      &cid);
+      &cid, std::move(on_delta));
   if (!known) return error(id, kInvalidParams, "Unknown tool: " + name, {{"kind", "invalidParams"}, {"field", "name"}});
   if (cid != 0) pending_[key] = cid;
 }

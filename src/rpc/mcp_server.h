@@ -38,7 +38,7 @@ class McpServer {
  private:
   void handle_request(const json& id, const std::string& method, const json& params);
   void handle_notification(const std::string& method, const json& params);
-  void call_tool(const json& id, const std::string& name, const json& args);
+  void call_tool(const json& id, const std::string& name, const json& args, const json& progress_token);
   void reply(const json& id, json result);
   void error(const json& id, int code, const std::string& message, json data = nullptr);
 

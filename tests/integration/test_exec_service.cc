@@ -545,6 +545,24 @@ TEST_CASE("a setsid escapee is dead after kill_session, in the cgroup and the tr
   }
 }
 
+TEST_CASE("streaming: deltas carry the call's output as it arrives, in order, and nothing else") {
+  AgentFixture f;
+  std::vector<std::string> pieces;
+  auto p = cmd("printf 'one\\n'; sleep 0.3; printf 'tw\\303'; sleep 0.3; printf '\\251o\\377\\n'", false, 10000);
+  p.on_delta = [&](std::string_view d) { pieces.emplace_back(d); };
+  auto r = f.exec_cmd(p);
+  REQUIRE(r);
+  std::string joined;
+  for (const auto& d : pieces) joined += d;
+  CHECK(pieces.size() >= 3);
+  CHECK(joined == r->output);
+  CHECK(joined == "one\ntw\xC3\xA9o\xEF\xBF\xBD\n");
+  // A poll of the finished session streams nothing new.
+  pieces.clear();
+  (void)f.write(input(r->session, "", 300));
+  CHECK(pieces.empty());
+}
+
 TEST_CASE("4 KiB+ of output from a fast exit arrives whole, tty and pipes, 1000 runs") {
   AgentFixture f;
   int bad = 0;

@@ -49,6 +49,17 @@ check("quick exit: exit_code 0", r.structuredContent?.exit_code === 0, text(r));
 check("quick exit: no session id", r.structuredContent?.session_id === null && !text(r).includes("session ID"), text(r));
 check("quick exit: text", text(r).includes("Process exited with code 0\n") && text(r).endsWith("Output:\nquick\n"), text(r));
 
+// Streaming (agent-semantics §3.6): with onprogress the SDK sends a progressToken and the
+// output arrives as notifications/progress messages while the call waits.
+const deltas = [];
+r = await client.callTool({ name: "exec_command", arguments: { cmd: "echo first; sleep 0.4; echo second", login: false, yield_time_ms: 10000 } },
+  undefined, { onprogress: (p) => deltas.push(p) });
+// The SDK runs notification handlers a turn later than it resolves the reply.
+for (let i = 0; i < 100 && deltas.map((d) => d.message).join("") !== "first\nsecond\n"; i++) await new Promise((res) => setTimeout(res, 20));
+check("progress: the call still returns the whole output", r.structuredContent?.output === "first\nsecond\n", text(r));
+check("progress: deltas arrive, in order, with the output", deltas.length >= 2 && deltas.map((d) => d.message).join("") === "first\nsecond\n" &&
+  deltas.every((d, i) => d.progress === i + 1), JSON.stringify(deltas));
+
 // A bad session id: a tool error with the tombstone reason.
 r = await client.callTool({ name: "write_stdin", arguments: { session_id: 99999, chars: "x" } });
 check("bad id is an isError result", r.isError === true, JSON.stringify(r));

@@ -228,6 +228,11 @@ async function common(label, p) {
     r.result?.lines?.includes("40 100") && r.result?.seq > 0, JSON.stringify(r).slice(0, 300));
   r = await p.request("exec/command", { cmd: "echo via-exec", login: false });
   c("exec/command", r.result?.structuredContent?.output === "via-exec\n" && r.result?.isError === false, JSON.stringify(r).slice(0, 300));
+  r = await p.request("exec/command", { cmd: "printf 'a\\303'; sleep 0.3; printf '\\251b'", login: false, _meta: { progressToken: "tok-1" } });
+  const deltas = p.notes.filter((n) => n.method === "exec/outputDelta" && n.params.progressToken === "tok-1");
+  c("exec/command with _meta.progressToken streams exec/outputDelta, a character split across reads whole",
+    r.result?.structuredContent?.output === "a\u00e9b" && deltas.map((d) => d.params.delta).join("") === "a\u00e9b" &&
+    deltas.length >= 2 && deltas.every((d, i) => d.params.index === i), JSON.stringify(deltas).slice(0, 400));
   r = await p.request("exec/writeStdin", { session_id: 99999, chars: "x" });
   c("exec/writeStdin: a tool error is an isError result", r.result?.isError === true, JSON.stringify(r).slice(0, 300));
   r = await p.request("exec/listSessions", {});

@@ -6,6 +6,7 @@
 #include <regex>
 
 #include "agent/agent_env.h"
+#include "agent/deltas.h"
 #include "agent/envelope.h"
 #include "agent/keys.h"
 #include "agent/probes.h"
@@ -218,4 +219,69 @@ TEST_CASE("ANSI stripping for until.regex") {
   CHECK(strip_ansi("\x1b[1;31mred\x1b[0m\r") == "red");
   CHECK(strip_ansi("\x1b]0;title\x07text") == "text");
   CHECK(strip_ansi("\x1b]2;t\x1b\\x") == "x");
+}
+
+namespace {
+
+std::vector<std::string> split_deltas(std::vector<std::string_view> feeds, std::size_t max_bytes,
+                                      std::size_t max_pieces = 10000, bool close = true) {
+  DeltaSplitter d(max_bytes, max_pieces);
+  std::vector<std::string> out;
+  auto emit = [&](std::string_view p) { out.emplace_back(p); };
+  for (auto f : feeds) d.feed(f, emit);
+  if (close) d.close(emit);
+  return out;
+}
+
+bool valid_utf8(std::string_view s) { return lossy_decode(s) == s; }
+
+}  // namespace
+
+TEST_CASE("deltas: ASCII pieces stay within 8192 bytes; a 3-byte limit with 2-byte characters emits one each") {
+  std::string a(20000, 'a');
+  auto p = split_deltas({a}, 8192);
+  REQUIRE(p.size() == 3);
+  CHECK(p[0].size() == 8192);
+  CHECK(p[1].size() == 8192);
+  CHECK(p[2].size() == 20000 - 2 * 8192);
+  CHECK(split_deltas({"\xC3\xA9\xC3\xA9\xC3\xA9"}, 3) == std::vector<std::string>{"\xC3\xA9", "\xC3\xA9", "\xC3\xA9"});
+  // One code point always fits, whatever the limit.
+  CHECK(split_deltas({"\xE2\x82\xAC"}, 1) == std::vector<std::string>{"\xE2\x82\xAC"});
+}
+
+TEST_CASE("deltas: an invalid subpart goes alone as U+FFFD, in order; an incomplete tail waits, or closes as U+FFFD") {
+  const std::string fffd = "\xEF\xBF\xBD";
+  CHECK(split_deltas({"\xFF" "abc"}, 8192) == std::vector<std::string>{fffd, "abc"});
+  CHECK(split_deltas({"ab\xFF" "cd"}, 8192) == std::vector<std::string>{"ab", fffd, "cd"});
+  CHECK(split_deltas({"ab\xE2\x82"}, 8192, 10000, false) == std::vector<std::string>{"ab"});
+  CHECK(split_deltas({"ab\xE2\x82", "\xAC!"}, 8192) == std::vector<std::string>{"ab", "\xE2\x82\xAC!"});
+  CHECK(split_deltas({"ab\xE2\x82"}, 8192) == std::vector<std::string>{"ab", fffd});
+  CHECK(split_deltas({"\xE2\x82" "x"}, 8192) == std::vector<std::string>{fffd, "x"});  // one maximal subpart
+}
+
+TEST_CASE("deltas: 1 MiB of 0xFF is one piece per byte, capped at 10000 pieces per call") {
+  std::string ff(1 << 20, '\xFF');
+  CHECK(split_deltas({ff}, 8192).size() == 10000);
+  DeltaSplitter d(8192, SIZE_MAX);
+  std::size_t n = 0;
+  d.feed(ff, [&](std::string_view p) { n += p == "\xEF\xBF\xBD"; });
+  CHECK(n == ff.size());
+}
+
+TEST_CASE("deltas: a split at every byte offset decodes exactly like one chunk") {
+  // 1-4 byte characters, a ZWJ emoji sequence, an invalid byte.
+  const std::string text = "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80 \xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x92\xBB\xFFz";
+  const std::string whole = lossy_decode(text);
+  for (std::size_t cut = 0; cut <= text.size(); ++cut) {
+    for (std::size_t max : {std::size_t{3}, std::size_t{8192}}) {
+      auto p = split_deltas({std::string_view(text).substr(0, cut), std::string_view(text).substr(cut)}, max);
+      std::string joined;
+      for (const auto& piece : p) {
+        CHECK(valid_utf8(piece));
+        CHECK((piece.size() <= max || lossy_decode(piece).size() == piece.size()));
+        joined += piece;
+      }
+      CHECK_MESSAGE(joined == whole, "cut at " << cut << ", max " << max);
+    }
+  }
 }
