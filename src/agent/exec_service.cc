@@ -151,6 +151,8 @@ struct ExecService::AgentSession {
   loop::Timer grace, lifetime, idle;
   long idle_timeout_ms = 0;
   dev_t slave = 0;
+  CallId origin = 0;        // the exec_command that started it
+  bool end_logged = false;  // its end event is in the log
 };
 
 struct ExecService::Call {
@@ -408,6 +410,12 @@ void ExecService::track_cursor_mode(AgentSession& a, session::Offset from) {
   }
 }
 
+void ExecService::log_event(SessionEvent e) {
+  if (events_.size() == 1024) events_.pop_front();
+  events_.push_back(std::move(e));
+  if (on_event) on_event(events_.back());
+}
+
 void ExecService::on_activity(AgentSession& a) {
   auto now = Clock::now();
   std::uint64_t total = a.s->output().total();
@@ -418,9 +426,18 @@ void ExecService::on_activity(AgentSession& a) {
     a.awaiting_reported = false;
     arm_idle(a);
   }
-  if (a.s->verdict()) {
+  if (const auto& v = a.s->verdict()) {
     a.lifetime.stop();
     a.idle.stop();
+    if (!a.end_logged) {
+      a.end_logged = true;
+      SessionEvent e{SessionEvent::Kind::kEnd, a.id, a.origin, a.cmd, v->status.shell_code(), {}, {}};
+      if (v->status.signal) {
+        e.signal = pty::signal_name(v->status.signal);
+        e.killed_by = a.killed_by.value_or("a signal not sent by uexec");
+      }
+      log_event(std::move(e));
+    }
   }
   // Wake every started call on this session (the queue's front and kill calls).
   std::vector<CallId> wake;
@@ -777,7 +794,9 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
   raw->created = raw->last_used = raw->last_output = raw->last_input = Clock::now();
   raw->idle_timeout_ms = p.idle_timeout_ms.value_or(0);
   raw->sub = raw->s->output().subscribe([this, raw] { on_activity(*raw); });
+  raw->origin = c ? c->id : 0;
   sessions_.emplace(id, std::move(a));
+  log_event({SessionEvent::Kind::kStart, id, raw->origin, raw->cmd, {}, {}, {}});
   raw->grace.start(cfg_.early_exit_grace, [this, id] {
     if (auto* x = live(id); x && !x->s->verdict() && !x->ended) register_session(*x);
   });
@@ -791,7 +810,6 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
     });
   }
   arm_idle(*raw);
-  (void)c;
   return id;
 }
 

@@ -206,6 +206,19 @@ struct ListResult {
 using Reply = std::function<void(base::Result<Response>)>;
 using CallId = std::uint64_t;
 
+// One entry of the event log: each session has exactly one start and one end, both naming
+// the exec_command call that started it (the end too, even after that call returned).
+struct SessionEvent {
+  enum class Kind { kStart, kEnd };
+  Kind kind = Kind::kStart;
+  long session = 0;
+  CallId call = 0;
+  std::string cmd;
+  std::optional<int> exit_code;        // end only
+  std::optional<std::string> signal;   // end only: the signal that ended it
+  std::optional<std::string> killed_by;
+};
+
 class ExecService {
  public:
   // `base_env` is the front door's environment ("NAME=value"); `default_cwd` resolves workdirs.
@@ -233,6 +246,10 @@ class ExecService {
     sandbox_backend_ = backend;
   }
   const base::AgentConfig& config() const noexcept { return cfg_; }
+
+  // The event log: the last 1024 events, and a hook that sees each as it happens.
+  const std::deque<SessionEvent>& events() const noexcept { return events_; }
+  std::function<void(const SessionEvent&)> on_event;
 
  private:
   struct Call;
@@ -274,6 +291,7 @@ class ExecService {
   void on_activity(AgentSession& a);
   void arm_idle(AgentSession& a);
   void track_cursor_mode(AgentSession& a, session::Offset from);
+  void log_event(SessionEvent e);
 
   session::ProcessManager& pm_;
   loop::Loop& loop_;
@@ -291,6 +309,7 @@ class ExecService {
   loop::Timer shutdown_timer_;
   std::function<void()> shutdown_done_;
   Clock::time_point shutdown_deadline_{};
+  std::deque<SessionEvent> events_;
 };
 
 }  // namespace uexec::agent

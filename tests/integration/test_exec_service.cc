@@ -563,6 +563,37 @@ TEST_CASE("streaming: deltas carry the call's output as it arrives, in order, an
   CHECK(pieces.empty());
 }
 
+TEST_CASE("the event log: one start and one end per session, the end naming the call that started it") {
+  AgentFixture f;
+  std::vector<agent::SessionEvent> seen;
+  f.exec->on_event = [&](const agent::SessionEvent& e) { seen.push_back(e); };
+  auto run = [&](agent::ExecParams p, agent::CallId* cid) {
+    p.login = false;
+    return f.wait_reply([&](agent::Reply r) { *cid = f.exec->exec_command(std::move(p), std::move(r)); });
+  };
+  agent::CallId quick_call = 0, slow_call = 0;
+  auto quick = run(cmd("echo quick"), &quick_call);
+  REQUIRE(quick);
+  auto slow = run(cmd("sleep 0.5; exit 4", false, 250), &slow_call);
+  REQUIRE(slow);
+  REQUIRE(slow->session_id);  // the call returned; the session ends during a later poll
+  auto poll = f.write(input(*slow->session_id, "", 5000));
+  REQUIRE(poll);
+  CHECK(poll->exit_code == 4);
+  (void)f.write(input(*slow->session_id, "", 300));  // an empty poll on a finished session
+  using K = agent::SessionEvent::Kind;
+  REQUIRE(seen.size() == 4);
+  CHECK((seen[0].kind == K::kStart && seen[0].session == quick->session && seen[0].call == quick_call));
+  CHECK((seen[1].kind == K::kEnd && seen[1].session == quick->session && seen[1].call == quick_call &&
+         seen[1].exit_code == 0));
+  CHECK((seen[2].kind == K::kStart && seen[2].session == slow->session && seen[2].call == slow_call &&
+         seen[2].cmd == "sleep 0.5; exit 4"));
+  CHECK((seen[3].kind == K::kEnd && seen[3].session == slow->session && seen[3].call == slow_call &&
+         seen[3].exit_code == 4));
+  CHECK(f.exec->events().size() == 4);
+  CHECK(quick_call != slow_call);
+}
+
 TEST_CASE("4 KiB+ of output from a fast exit arrives whole, tty and pipes, 1000 runs") {
   AgentFixture f;
   int bad = 0;
