@@ -84,6 +84,29 @@ TEST_CASE("setsid, double-fork and nohup escapees are killed, reaped and reporte
   }
 }
 
+TEST_CASE("a setsid'd grandchild and a double-forked daemon are gone after their session is killed") {
+  int round = 0;
+  for (auto mode : modes()) {
+    ManagerFixture f(config(mode));
+    std::string tag = std::to_string(937 + round++);
+    auto req = escapees(tag, false);
+    req.argv.back() += "; exec sleep 100";  // the leader keeps running until it is killed
+    auto& s = f.start(req);
+    REQUIRE(f.wait_output(s, "started"));
+    s.terminate(std::chrono::milliseconds{200});
+    REQUIRE(f.wait_finished(s));
+    CHECK(s.verdict()->status.signal != 0);
+    // The two in the leader's process group died with it; the escapees died by containment.
+    const auto& l = s.lingering();
+    CHECK(has_command(l, "sleep " + tag + "1", true));
+    CHECK(has_command(l, "sleep " + tag + "4", true));
+    CHECK(all_gone(f, l));
+    CHECK(f.run_until([&] { return std::system(("pgrep -f '^sleep " + tag + "[1-4]$' >/dev/null").c_str()) != 0; },
+                      std::chrono::milliseconds{10000}));
+    CHECK(count_zombie_children() == 0);
+  }
+}
+
 TEST_CASE("a background job holding the PTY is listed while it runs, then killed when the session closes") {
   for (auto mode : modes()) {
     ManagerFixture f(config(mode));
