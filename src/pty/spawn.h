@@ -7,7 +7,7 @@
 //
 // The child (spawn.cc, child_main) is async-signal-safe: everything it needs is flattened to
 // char* arrays beforehand, and it allocates, locks and logs nothing. In order:
-//   every disposition to SIG_DFL → setsid → join the cgroup → TIOCSCTTY (tty) → stdio on 0/1/2 →
+//   every disposition to SIG_DFL → setsid → (join the cgroup) → TIOCSCTTY (tty) → stdio on 0/1/2 →
 //   close_range(3, ~0U) → chdir → the policy's ChildSteps → empty signal mask → execve
 // A failing step leaves {step, errno} in memory we share, so spawn() returns kExecFailed with
 // the errno and the step ("chdir /nope", "execve ./x"), never a session that "exits 127".
@@ -53,9 +53,10 @@ struct SpawnSpec {
   std::string cwd;                // empty: the manager's own cwd
   std::vector<ChildStep> steps;          // in the command's process, after stdio, before execve
   std::vector<int> pass_fds;             // dup'd to 3, 4, … in the command's process (bwrap)
-  // A cgroup's cgroup.procs (O_WRONLY) the child joins right after setsid, before anything
-  // it runs can fork (session/containment.h); -1: none. Not in supervised mode.
-  int cgroup_procs = -1;
+  // A cgroup directory (session/containment.h) the child is born in (clone3
+  // CLONE_INTO_CGROUP: nothing to migrate), or, where clone3 cannot be used, joins right after
+  // setsid, before anything it runs can fork; -1: none. Not in supervised mode.
+  int cgroup_fd = -1;
   // Supervised mode (see above): CLONE_NEW* flags, steps for pid 1, and the init program.
   unsigned long ns_flags = 0;
   std::vector<ChildStep> setup_steps;

@@ -16,6 +16,7 @@
 #include "agent/agent_env.h"
 #include "agent/probes.h"
 #include "policy/linux_sandbox.h"
+#include "base/lazy_deque.h"
 #include "base/log.h"
 #include "pty/pty_pair.h"
 #include "pty/tty_state.h"
@@ -132,7 +133,7 @@ struct ExecServer::Process {
   // granted them input (the value). Other sessions keep protocol.md's full sharing.
   std::map<Session*, bool> viewers;
   std::unique_ptr<session::Subscription> sub;
-  std::deque<std::string> write_order;
+  base::LazyDeque<std::string> write_order;  // costs nothing until a writeId is used
   std::unordered_map<std::string, std::string> write_status;
   std::unique_ptr<loop::Timer> retention;
   std::vector<std::string> argv;

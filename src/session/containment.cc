@@ -276,8 +276,8 @@ std::unique_ptr<ContainmentGroup> Containment::make_group(const std::vector<std:
     return g;
   }
   g->path_ = root_ + "/" + name;
-  g->procs_.reset(::open((g->path_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
-  if (!g->procs_) {
+  g->dir_.reset(::openat(root_fd_.get(), name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!g->dir_) {
     ::rmdir(g->path_.c_str());
     g->path_.clear();
     return g;
@@ -298,7 +298,7 @@ void Containment::sweep_retired() {
 // ---- ContainmentGroup ----
 
 ContainmentGroup::~ContainmentGroup() {
-  procs_.reset();
+  dir_.reset();
   if (!path_.empty()) owner_->retire(std::move(path_));
 }
 

@@ -87,8 +87,8 @@ class ContainmentGroup {
   ContainmentGroup& operator=(const ContainmentGroup&) = delete;
 
   ContainmentTier tier() const noexcept { return tier_; }
-  // cgroup.procs to join in the child (SpawnSpec::cgroup_procs), or -1.
-  int procs_fd() const noexcept { return procs_.get(); }
+  // The cgroup's directory, for the child to be born in (SpawnSpec::cgroup_fd), or -1.
+  int cgroup_fd() const noexcept { return dir_.get(); }
   // The session's leader (its pid is its session id). Call once spawned.
   void set_leader(pid_t pid) noexcept { leader_ = pid; }
   // The session's processes alive now, the leader excluded.
@@ -104,7 +104,7 @@ class ContainmentGroup {
   Containment* owner_;
   ContainmentTier tier_;
   std::string path_;         // the cgroup's directory
-  base::UniqueFd procs_;     // its cgroup.procs, O_WRONLY
+  base::UniqueFd dir_;       // the cgroup's directory
   std::string marker_;       // "UEXEC_SESSION_ID=<id>", or empty
   pid_t leader_ = -1;
 };

@@ -47,8 +47,23 @@ void OutputRing::write_head(Offset off, std::span<const std::byte> bytes) {
   while (!bytes.empty()) {
     std::size_t page = static_cast<std::size_t>(off / kPageSize);
     std::size_t within = static_cast<std::size_t>(off % kPageSize);
-    while (head_pages_.size() <= page) head_pages_.push_back(take_page());
     std::size_t n = std::min(bytes.size(), kPageSize - within);
+    if (page == 0 && head0_cap_ < within + n) {
+      // The first page grows from 256 bytes: a session that printed a prompt or a line costs
+      // a few hundred bytes, not 4 KiB.
+      std::size_t cap = std::max<std::size_t>(head0_cap_, 256);
+      while (cap < within + n) cap *= 2;
+      cap = std::min(cap, kPageSize);
+      Page grown(new std::byte[cap]);
+      if (!head_pages_.empty()) {
+        std::memcpy(grown.get(), head_pages_[0].get(), within);
+        head_pages_[0] = std::move(grown);
+      } else {
+        head_pages_.push_back(std::move(grown));
+      }
+      head0_cap_ = cap;
+    }
+    while (head_pages_.size() <= page) head_pages_.push_back(take_page());
     std::memcpy(head_pages_[page].get() + within, bytes.data(), n);
     bytes = bytes.subspan(n);
     off += n;
@@ -85,7 +100,7 @@ void OutputRing::write_tail(Offset off, std::span<const std::byte> bytes) {
   }
 }
 
-void OutputRing::push_entry(std::deque<Entry>& index, const Entry& e) {
+void OutputRing::push_entry(base::LazyDeque<Entry>& index, const Entry& e) {
   index.push_back(e);
   if (index.size() <= kMaxIndexEntries) return;
   // Over the cap: merge the two oldest entries (contiguous within one region). O(1).
@@ -170,7 +185,7 @@ const std::byte* OutputRing::byte_at(Offset off) const noexcept {
   return tail_pages_[static_cast<std::size_t>(rel / kPageSize - tail_page0_)].get() + rel % kPageSize;
 }
 
-void OutputRing::collect(const std::deque<Entry>& index, Offset from, Offset to, ReadResult& out) const {
+void OutputRing::collect(const base::LazyDeque<Entry>& index, Offset from, Offset to, ReadResult& out) const {
   if (from >= to) return;
   // The entry holding `from`: the last one whose offset is <= from.
   auto it = std::upper_bound(index.begin(), index.end(), from,
@@ -236,7 +251,8 @@ std::string OutputRing::render() const {
 
 std::size_t OutputRing::memory_bytes() const noexcept {
   std::size_t pages = head_pages_.size() + tail_pages_.size() + (spare_ ? 1 : 0);
-  return pages * kPageSize + (head_index_.size() + tail_index_.size()) * sizeof(Entry);
+  std::size_t short_first = head_pages_.empty() ? 0 : kPageSize - head0_cap_;
+  return pages * kPageSize - short_first + (head_index_.size() + tail_index_.size()) * sizeof(Entry);
 }
 
 }  // namespace uexec::session

@@ -9,8 +9,10 @@
 //   offset 0          head             tail_start                 total
 //   |=== head pages ===|···· evicted ····|====== tail pages ========|
 //
-// Storage is 4 KiB pages allocated on first use (a silent session holds none), so memory is
-// bounded by `retain` plus two pages whatever the child writes. Each read(2) is one chunk
+// Storage is 4 KiB pages allocated on first use (a silent session holds none; the first page
+// grows from 256 bytes, so a prompt costs little), so page memory is bounded by `retain` plus
+// two pages whatever the child writes, and the chunk indexes by 2 x kMaxIndexEntries entries
+// (32 bytes each) when chunks are tiny. Each read(2) is one chunk
 // with the session's seq; a chunk index per region maps offsets back to (seq, stream), and
 // is capped (kMaxIndexEntries) by merging its oldest entries, so metadata stays bounded
 // too. The cost of the cap: when more than that many chunks are retained in a region, the
@@ -23,13 +25,13 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "base/lazy_deque.h"
 #include "pty/pty_process.h"
 
 namespace uexec::session {
@@ -121,8 +123,8 @@ class OutputRing {
   void write_head(Offset off, std::span<const std::byte> bytes);
   void write_tail(Offset off, std::span<const std::byte> bytes);
   void evict_tail_before(Offset new_tail_start);
-  static void push_entry(std::deque<Entry>& index, const Entry& e);
-  void collect(const std::deque<Entry>& index, Offset from, Offset to, ReadResult& out) const;
+  static void push_entry(base::LazyDeque<Entry>& index, const Entry& e);
+  void collect(const base::LazyDeque<Entry>& index, Offset from, Offset to, ReadResult& out) const;
   const std::byte* byte_at(Offset off) const noexcept;
   void remove(Subscription* sub) noexcept;
 
@@ -131,10 +133,11 @@ class OutputRing {
   Offset total_ = 0;
   std::uint64_t newlines_ = 0;
   std::vector<Page> head_pages_;
-  std::deque<Page> tail_pages_;
+  std::size_t head0_cap_ = 0;     // head_pages_[0] grows to kPageSize (see write_head)
+  base::LazyDeque<Page> tail_pages_;
   std::uint64_t tail_page0_ = 0;  // page number (counted from offset H) of tail_pages_[0]
   Page spare_;                    // one evicted page kept for reuse: no malloc churn in a flood
-  std::deque<Entry> head_index_, tail_index_;
+  base::LazyDeque<Entry> head_index_, tail_index_;
   std::vector<Subscription*> subs_;
   int notifying_ = 0;
   bool subs_dirty_ = false;

@@ -45,7 +45,7 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   } else if (containment_) {
     group_ = containment_->make_group(spec->env);
     tier_ = group_->tier();
-    spec->cgroup_procs = group_->procs_fd();
+    spec->cgroup_fd = group_->cgroup_fd();
   }
   started_at_ = Clock::now();
   auto proc = pty::PtyProcess::start(*loop_, *reaper_, *spec, opts, *this);
@@ -143,6 +143,7 @@ const std::vector<LingeringProcess>& Session::kill_lingering() {
   if (!group_ || contained_) return lingering_;
   contained_ = true;
   lingering_ = group_->kill_all();
+  group_.reset();  // its fd and cgroup go now, not when the session record does
   for (const auto& l : lingering_)
     UEXEC_LOG(kDebug, "session {}: {} lingering process {} ({})", id_, l.killed ? "killed" : "could not kill", l.pid,
               l.command);
@@ -151,7 +152,7 @@ const std::vector<LingeringProcess>& Session::kill_lingering() {
 
 std::vector<LingeringProcess> Session::live_descendants() const {
   std::vector<LingeringProcess> out;
-  if (!group_ || contained_) return out;
+  if (!group_) return out;
   for (pid_t pid : group_->members()) out.push_back(describe_process(pid));
   return out;
 }

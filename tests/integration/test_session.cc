@@ -21,11 +21,10 @@ std::uint64_t fnv1a(std::uint64_t h, const std::byte* p, std::size_t n) {
   return h;
 }
 
-// The background job, killed when the session closed (perhaps before it got to exec sleep).
+// The background job (sh forking `sleep 30`, caught anywhere between fork and exec), killed
+// when the session closed.
 bool has_lingering_sleep(const session::Session& s) {
-  for (const auto& l : s.lingering())
-    if ((l.command == "sleep 30" || l.command.rfind("/bin/sh -c sleep 30", 0) == 0) && l.killed) return true;
-  return false;
+  return s.lingering().size() == 1 && s.lingering()[0].killed;
 }
 
 constexpr std::uint64_t kFnvBasis = 14695981039346656037ull;

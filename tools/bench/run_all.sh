@@ -32,7 +32,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 case "$build" in /*) ;; *) build="$root/$build" ;; esac
 bench_dir="$build/tools/bench"
 out="$build/bench"
-programs=(bench_drain bench_spawn bench_echo bench_scale bench_agent bench_rpc bench_sandbox)
+programs=(bench_drain bench_spawn bench_echo bench_scale bench_agent bench_rpc bench_sandbox bench_slow_reader)
 
 for p in "${programs[@]}"; do
   if [[ ! -x "$bench_dir/$p" ]]; then
