@@ -40,7 +40,10 @@ tmp = tempfile.mkdtemp(prefix="uexec-daemon-")
 os.chmod(tmp, 0o700)
 sock = os.path.join(tmp, "uexec.sock")
 env = dict(os.environ, UEXEC_SOCKET=sock)
-server = subprocess.Popen([uexec, "serve", "--socket", sock], stderr=subprocess.PIPE, env=env)
+# The daemon's log goes to a file (a pipe nobody reads could fill and stall it); no WebSocket
+# listener, so the test never clashes with a daemon already on 127.0.0.1:8022.
+server_log = open(os.path.join(tmp, "serve.log"), "wb")
+server = subprocess.Popen([uexec, "serve", "--socket", sock, "--no-ws"], stderr=server_log, env=env)
 for _ in range(100):
     if os.path.exists(sock):
         break
