@@ -60,6 +60,9 @@ Body render_body(const Collected& c, std::size_t budget, long session_id, bool e
   std::uint64_t a_end = abs_at(c, t, gap_inside || c.gap_at < t);
   std::uint64_t cut = a_end - a;
   b.omitted.push_back({a, cut, "truncated"});
+  // Evicted output inside the cut is still said to be gone (not just "truncated": a
+  // read_output of that range returns a gap there, not bytes).
+  if (gap_inside) b.omitted.push_back({c.start + c.gap_at, c.gap, "evicted"});
   std::string head = gap_inside ? lossy_decode(std::string_view(c.raw).substr(0, h)) : decode_span(c, 0, h, &b.omitted);
   std::string tail = gap_inside ? lossy_decode(std::string_view(c.raw).substr(t)) : decode_span(c, t, n, &b.omitted);
   std::string marker =

@@ -118,6 +118,21 @@ TEST_CASE("evicted bytes are rendered as an explicit omission, never dropped sil
   CHECK(b.omitted[0].offset == 4);
 }
 
+TEST_CASE("evicted bytes inside a truncation cut are still reported as evicted") {
+  Collected c;
+  c.start = 0;
+  c.raw = std::string(40, 'h') + std::string(40, 't');
+  c.gap_at = 40;
+  c.gap = 100000;
+  c.end = 80 + 100000;
+  Body b = render_body(c, 20, 7, true);  // the cut swallows the evicted block
+  REQUIRE(b.omitted.size() == 2);
+  CHECK(b.omitted[0].kind == "truncated");
+  CHECK(b.omitted[1].kind == "evicted");
+  CHECK(b.omitted[1].offset == 40);
+  CHECK(b.omitted[1].length == 100000);
+}
+
 TEST_CASE("the envelope: chunk id, wall time with 4 decimals, status, token count") {
   Envelope e;
   e.chunk_id = new_chunk_id();
