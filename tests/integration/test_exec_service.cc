@@ -487,6 +487,17 @@ TEST_CASE("pain points: a grandchild holding the PTY, exec > >(tee), pagers") {
   CHECK(log->exit_code == 0);
   CHECK(log->output.find("(END)") == std::string::npos);
   CHECK(log->output.find("100") != std::string::npos);
+
+  // man prefers MANPAGER over PAGER; the preset sets both.
+  if (std::system("man -w ls >/dev/null 2>&1") == 0) {
+    auto man = f.exec_cmd(cmd("man ls", true, 10000));
+    REQUIRE(man);
+    CHECK(man->exit_code == 0);
+    CHECK(man->output.find("(END)") == std::string::npos);
+    CHECK(man->output.find("ls") != std::string::npos);
+  } else {
+    MESSAGE("man ls not checked: no man page for ls on this machine");
+  }
 }
 
 TEST_CASE("a grandchild holding the PTY is reported at the exit and killed when the session closes") {
