@@ -72,15 +72,7 @@ int writer_main(const std::string& kind, std::uint64_t mib) {
   std::uint64_t left = p.lines;
   while (left > 0) {
     std::uint64_t n = std::min(left, per_buf);
-    const char* d = buf.data();
-    std::size_t len = static_cast<std::size_t>(n * p.line_len);
-    while (len > 0) {
-      ssize_t w = ::write(1, d, len);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return 1;
-      d += w;
-      len -= static_cast<std::size_t>(w);
-    }
+    if (!write_all(1, buf.data(), static_cast<std::size_t>(n * p.line_len))) return 1;
     left -= n;
   }
   return 0;

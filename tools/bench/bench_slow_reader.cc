@@ -70,15 +70,7 @@ int writer_main(std::uint64_t mib, const char* time_file) {
   std::uint64_t left = mib * kMiB / kLine;
   while (left > 0) {
     std::uint64_t n = std::min(left, per_buf);
-    const char* d = buf.data();
-    std::size_t len = static_cast<std::size_t>(n * kLine);
-    while (len > 0) {
-      ssize_t w = ::write(1, d, len);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) return 1;
-      d += w;
-      len -= static_cast<std::size_t>(w);
-    }
+    if (!write_all(1, buf.data(), static_cast<std::size_t>(n * kLine))) return 1;
     left -= n;
   }
   std::int64_t t1 = now_ns();

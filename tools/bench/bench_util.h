@@ -408,6 +408,18 @@ inline int reap(pid_t pid) {
   return st;
 }
 
+// write(2) all of [d, d+len) to fd, retrying EINTR; false on an error or a closed reader.
+inline bool write_all(int fd, const char* d, std::size_t len) {
+  while (len > 0) {
+    ssize_t w = ::write(fd, d, len);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    d += w;
+    len -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
 inline ssize_t read_retry(int fd, void* buf, std::size_t n) {
   for (;;) {
     ssize_t r = ::read(fd, buf, n);
