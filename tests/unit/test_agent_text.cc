@@ -248,8 +248,6 @@ std::vector<std::string> split_deltas(std::vector<std::string_view> feeds, std::
   return out;
 }
 
-bool valid_utf8(std::string_view s) { return lossy_decode(s) == s; }
-
 }  // namespace
 
 TEST_CASE("deltas: ASCII pieces stay within 8192 bytes; a 3-byte limit with 2-byte characters emits one each") {
