@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <set>
 
@@ -34,7 +35,9 @@ class Args {
     if (v.is_number_integer()) return v.get<long>();
     if (v.is_number_float()) {
       double d = v.get<double>();
-      if (d == static_cast<double>(static_cast<long>(d))) return static_cast<long>(d);
+      // Only doubles a long can hold may be cast (1e300 would be undefined behaviour).
+      if (std::isfinite(d) && d >= -9.2e18 && d <= 9.2e18 && d == static_cast<double>(static_cast<long>(d)))
+        return static_cast<long>(d);
     }
     if (v.is_string()) {  // integers sent as decimal strings are accepted
       const std::string& s = v.get_ref<const std::string&>();

@@ -23,6 +23,7 @@
 #include "rpc/agent_tools.h"
 #include "rpc/base64.h"
 #include "rpc/file_uri.h"
+#include "rpc/json_depth.h"
 #include "rpc/sandbox_params.h"
 #include "rpc/sha256.h"
 #include "session/utf8_cut.h"
@@ -462,6 +463,10 @@ void ExecServer::Connection::handle_oversize(std::size_t limit) {
 }
 
 void ExecServer::Connection::handle_line(std::string_view line) {
+  if (json_nested_deeper_than(line, kMaxJsonDepth))
+    return error(-1, kInvalidRequest,
+                 fmt::format("failed to parse JSON-RPC message: nested deeper than {} levels", kMaxJsonDepth),
+                 {{"kind", "parseError"}, {"detail", "too deep"}});
   json msg = json::parse(line.begin(), line.end(), nullptr, false);
   if (msg.is_discarded() || !msg.is_object()) {
     std::string why = msg.is_discarded() ? "invalid JSON" : (msg.is_array() ? "batches are not supported" : "not an object");

@@ -10,7 +10,7 @@ namespace uexec::rpc {
 std::string file_uri(const std::string& path) {
   std::string out = "file://";
   for (unsigned char c : path) {
-    if (std::isalnum(c) || std::strchr("/-._~", c))
+    if (std::isalnum(c) || (c != 0 && std::strchr("/-._~", c)))
       out += static_cast<char>(c);
     else
       out += fmt::format("%{:02X}", c);

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "rpc/agent_tools.h"
+#include "rpc/json_depth.h"
 #include "base/log.h"
 
 namespace uexec::rpc {
@@ -37,6 +38,8 @@ void McpServer::handle_oversize(std::size_t limit) {
 }
 
 void McpServer::handle_line(std::string_view line) {
+  if (json_nested_deeper_than(line, kMaxJsonDepth))
+    return error(nullptr, kParseError, fmt::format("Parse error: nested deeper than {} levels", kMaxJsonDepth));
   json msg = json::parse(line.begin(), line.end(), nullptr, false);
   if (msg.is_discarded()) return error(nullptr, kParseError, "Parse error: the line is not valid JSON");
   if (!msg.is_object()) return error(nullptr, kInvalidRequest, "Invalid Request: expected a JSON object");

@@ -121,10 +121,10 @@ Result<std::optional<SandboxRequest>> codex_shape(const json& sb, const std::str
           std::string sub = path["value"].contains("subpath") && path["value"]["subpath"].is_string()
                                 ? "/" + path["value"]["subpath"].get<std::string>() : "";
           for (const auto& pr : project_roots) targets.push_back(pr + sub);
-        } else if (kind == "slash_tmp") {
-          if (access == "write") tmp_write = true;
-          continue;
-        } else if (kind == "tmpdir" || kind == "minimal") {
+        } else if (kind == "slash_tmp" || kind == "tmpdir" || kind == "minimal") {
+          // A deny must never be dropped: these have no deny-read form here, so refuse.
+          if (access == "deny") return Error{Errc::kPolicy, 0, "PolicyNotExpressible: deny on :" + kind};
+          if (kind == "slash_tmp" && access == "write") tmp_write = true;
           continue;  // $TMPDIR follows /tmp here; :minimal is inside :root
         } else {
           if (access == "deny") return Error{Errc::kPolicy, 0, "UnknownDenyEntry: special kind " + kind};
@@ -172,7 +172,21 @@ Result<std::optional<SandboxRequest>> codex_shape(const json& sb, const std::str
 
 }  // namespace
 
+namespace {
+Result<std::optional<SandboxRequest>> parse_unchecked(const json& sb, const std::string& cwd);
+}  // namespace
+
 Result<std::optional<SandboxRequest>> parse_sandbox_param(const json& sb, const std::string& cwd) {
+  try {
+    return parse_unchecked(sb, cwd);
+  } catch (const nlohmann::json::exception& e) {  // a member of the wrong type deep inside
+    return bad(std::string("a member has the wrong type (") + e.what() + ")");
+  }
+}
+
+namespace {
+
+Result<std::optional<SandboxRequest>> parse_unchecked(const json& sb, const std::string& cwd) {
   if (sb.is_null()) return std::optional<SandboxRequest>();
   if (!sb.is_object()) return bad("must be an object or null");
   bool has_mode = sb.contains("mode"), has_perm = sb.contains("permissions");
@@ -181,5 +195,7 @@ Result<std::optional<SandboxRequest>> parse_sandbox_param(const json& sb, const 
   if (has_perm) return codex_shape(sb, cwd);
   return bad("needs mode or permissions");
 }
+
+}  // namespace
 
 }  // namespace uexec::rpc

@@ -219,6 +219,7 @@ ReadResult OutputRing::read_from(Offset cursor, std::size_t max) const {
     out.next = to;
     // One read never spans the evicted middle, so `gap` always lies before the pieces.
     if (to < head_end() || ts > head_end()) return out;
+    max -= static_cast<std::size_t>(to - cursor);  // the tail part shares the same budget
     cursor = to;
   }
   if (cursor < ts) {

@@ -24,6 +24,8 @@ constexpr std::size_t kMaxTitle = 1024;
 constexpr std::size_t kMaxPendingSeq = 4096;  // an unfinished sequence kept for ansi()
 
 unsigned short clamp_dim(unsigned short v) { return static_cast<unsigned short>(std::clamp<int>(v, 1, 1000)); }
+// libvterm 0.1.4 writes outside the grid for a wide character on a one-column screen.
+unsigned short clamp_cols(unsigned short v) { return static_cast<unsigned short>(std::clamp<int>(v, 2, 1000)); }
 
 void put_utf8(std::string& out, std::uint32_t cp) {
   if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
@@ -194,7 +196,7 @@ Result<std::unique_ptr<Screen>> Screen::create(base::PtySize size, std::size_t s
 }
 
 Screen::Screen(base::PtySize size, std::size_t scrollback_lines)
-    : impl_(std::make_unique<Impl>()), size_{clamp_dim(size.rows), clamp_dim(size.cols)}, scrollback_max_(scrollback_lines) {
+    : impl_(std::make_unique<Impl>()), size_{clamp_dim(size.rows), clamp_cols(size.cols)}, scrollback_max_(scrollback_lines) {
   static const VTermScreenCallbacks kCallbacks = {
       nullptr, nullptr, nullptr, &Callbacks::settermprop, nullptr, nullptr, &Callbacks::sb_pushline, nullptr};
   impl_->vt = vterm_new(size_.rows, size_.cols);
@@ -504,7 +506,7 @@ void Screen::skip_lines(std::string_view run) {
 }
 
 void Screen::resize(base::PtySize size) {
-  base::PtySize s{clamp_dim(size.rows), clamp_dim(size.cols)};
+  base::PtySize s{clamp_dim(size.rows), clamp_cols(size.cols)};
   if (s == size_) return;
   size_ = s;
   vterm_set_size(impl_->vt, s.rows, s.cols);

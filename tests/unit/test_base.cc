@@ -8,6 +8,7 @@
 #include "base/result.h"
 #include "loop/loop.h"
 #include "loop/timer.h"
+#include "rpc/json_depth.h"
 #include "pty/exit_status.h"
 #include "pty/spawn.h"
 
@@ -79,4 +80,12 @@ TEST_CASE("manual clock: timers fire in due order at their exact times, repeat, 
   r.stop();
   clock.advance(std::chrono::milliseconds{100});
   CHECK(fired.size() == 5);
+}
+
+TEST_CASE("JSON nesting depth is counted before parsing; brackets inside strings do not count") {
+  using uexec::rpc::json_nested_deeper_than;
+  CHECK_FALSE(json_nested_deeper_than(R"({"a":[1,{"b":[]}]})", 4));
+  CHECK(json_nested_deeper_than(R"({"a":[1,{"b":[]}]})", 3));
+  CHECK_FALSE(json_nested_deeper_than(R"({"s":"[[[[[[\"[[[["})", 1));
+  CHECK(json_nested_deeper_than(std::string(100000, '['), 64));
 }

@@ -178,3 +178,13 @@ TEST_CASE("notifiers wake once per append and survive unsubscribing during a rou
   ring.reset();
   sa.reset();
 }
+
+TEST_CASE("read_from never returns more than max, also across the head/tail boundary (fuzz regression)") {
+  uexec::session::OutputRing ring(20);  // head 10, tail 10
+  std::string data = "0123456789abcdef";  // 16 bytes: head full, 6 in the tail, nothing evicted
+  ring.append(1, uexec::pty::Stream::kPty, std::as_bytes(std::span(data.data(), data.size())));
+  auto r = ring.read_from(4, 8);
+  CHECK(r.text() == "456789ab");
+  CHECK(r.next == 12);
+  CHECK(ring.render() == data);  // the tail is not repeated
+}
