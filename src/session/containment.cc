@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -208,9 +209,12 @@ Containment::Containment(base::ContainmentMode mode) {
     UEXEC_LOG(kInfo, "containment: tracking descendants ({})", why_not_);
     return;
   }
-  root_ = parent + "/uexec-" + std::to_string(::getpid());
+  // One subtree per Containment: a process may hold several managers (tests do).
+  static std::atomic<unsigned> instances{0};
+  root_ = parent + "/uexec-" + std::to_string(::getpid()) + "-" + std::to_string(instances++);
   remove_stale_in(parent);
-  if (::mkdir(root_.c_str(), 0755) < 0 && errno != EEXIST) {
+  if (::mkdir(root_.c_str(), 0755) < 0 && errno == EEXIST) remove_tree(root_), ::mkdir(root_.c_str(), 0755);
+  if (::access(root_.c_str(), F_OK) != 0) {
     why_not_ = "cannot make " + root_ + ": " + std::strerror(errno);
     root_.clear();
     UEXEC_LOG(kInfo, "containment: tracking descendants ({})", why_not_);
@@ -253,8 +257,8 @@ void Containment::remove_stale_in(const std::string& parent) {
   while (dirent* e = ::readdir(d)) {
     if (std::strncmp(e->d_name, "uexec-", 6) != 0) continue;
     char* end = nullptr;
-    long pid = std::strtol(e->d_name + 6, &end, 10);
-    if (pid <= 0 || *end != '\0' || pid == ::getpid()) continue;
+    long pid = std::strtol(e->d_name + 6, &end, 10);  // uexec-<pid>-<instance>
+    if (pid <= 0 || (*end != '\0' && *end != '-') || pid == ::getpid()) continue;
     if (::kill(static_cast<pid_t>(pid), 0) < 0 && errno == ESRCH) stale.emplace_back(parent + "/" + e->d_name);
   }
   ::closedir(d);
@@ -271,7 +275,10 @@ std::unique_ptr<ContainmentGroup> Containment::make_group(const std::vector<std:
     if (kv.rfind("UEXEC_SESSION_ID=", 0) == 0) g->marker_ = kv;
   if (!cgroups()) return g;
   std::string name = "s" + std::to_string(next_++);
-  if (::mkdirat(root_fd_.get(), name.c_str(), 0755) < 0) {
+  int rc;
+  while ((rc = ::mkdirat(root_fd_.get(), name.c_str(), 0755)) < 0 && errno == EEXIST)
+    name = "s" + std::to_string(next_++);  // a group still being emptied (retired)
+  if (rc < 0) {
     UEXEC_LOG(kWarn, "containment: mkdir {}/{}: {}; tracking this session", root_, name, std::strerror(errno));
     return g;
   }

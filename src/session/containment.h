@@ -3,7 +3,7 @@
 // A session's processes leave its process group freely: `setsid -f`, a double-forked
 // daemon, `nohup cmd &`. Three tiers find them again, best first:
 //
-//   cgroup         each session gets its own cgroup v2 below `uexec-<manager pid>`, which the
+//   cgroup         each session gets its own cgroup v2 below `uexec-<manager pid>-<n>`, which the
 //                  manager made in its own cgroup (a writable delegated subtree: here, root on
 //                  the hybrid hierarchy's /sys/fs/cgroup/unified). The child joins it right
 //                  after setsid, before exec, so nothing it forks is ever outside. Members are
