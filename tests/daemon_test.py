@@ -170,6 +170,97 @@ text = b"".join(base64.b64decode(c["chunk"]) for c in rd["result"]["chunks"])
 check("read after resume", b"tick" in text, repr(text[:100]))
 s.close()
 
+# Per-session limits on the wire: a bad one is refused, a timeout ends the session and says
+# so, and process/list shows them with what happened under them.
+s = socket.socket(socket.AF_UNIX)
+s.connect(sock)
+f = s.makefile("rwb")
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientName": "limits"}})
+recv_id(1)
+send({"jsonrpc": "2.0", "method": "initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "process/start",
+      "params": {"processId": "bad", "argv": ["true"], "limits": {"pidsMax": 0}}})
+res = recv_id(2)
+check("an out-of-range limit is invalidParams naming the field",
+      res.get("error", {}).get("data", {}).get("field") == "limits.pidsMax", json.dumps(res))
+send({"jsonrpc": "2.0", "id": 3, "method": "process/start",
+      "params": {"processId": "typo", "argv": ["true"], "limits": {"timeout": 5}}})
+res = recv_id(3)
+check("an unknown limit is refused", "unknown limit" in res.get("error", {}).get("message", ""), json.dumps(res))
+send({"jsonrpc": "2.0", "id": 4, "method": "process/start",
+      "params": {"processId": "slow", "argv": ["sleep", "30"], "limits": {"timeoutMs": 300, "outputBytesPerSec": 4096}}})
+check("a limited process starts", "result" in recv_id(4))
+exited = closed = None
+s.settimeout(10)
+while closed is None:
+    m = json.loads(f.readline())
+    if m.get("method") == "process/exited" and m["params"]["processId"] == "slow":
+        exited = m["params"]
+    if m.get("method") == "process/closed" and m["params"]["processId"] == "slow":
+        closed = m["params"]
+check("endedBy names the timeout", (exited or {}).get("endedBy") ==
+      {"limit": "timeout", "message": "a lifetime timeout of 300 ms"}, json.dumps(exited))
+check("process/closed carries limitEvents", "pidsMaxHits" in closed.get("limitEvents", {}), json.dumps(closed))
+send({"jsonrpc": "2.0", "id": 5, "method": "process/list", "params": {}})
+rows = [r for r in recv_id(5)["result"]["processes"] if r["processId"] == "slow"]
+check("process/list shows the limits",
+      rows and rows[0].get("limits") == {"timeoutMs": 300, "outputBytesPerSec": 4096}, json.dumps(rows))
+
+# Named processes: the same name and command from another connection is the live one (and
+# that connection is subscribed to it); another command is nameInUse; replace restarts it.
+named = ["bash", "-c", "while :; do echo named-tick; sleep 0.2; done"]
+send({"jsonrpc": "2.0", "id": 6, "method": "process/start",
+      "params": {"processId": "dev", "argv": named, "name": "dev-server", "cwd": "file:///tmp"}})
+first = recv_id(6).get("result", {})
+check("a named start spawns", first.get("existing") is False and first.get("pid"), json.dumps(first))
+s2 = socket.socket(socket.AF_UNIX)
+s2.connect(sock)
+f2 = s2.makefile("rwb")
+f2.write((json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"clientName": "second"}}) + "\n"
+          ).encode())
+f2.write(b'{"jsonrpc":"2.0","method":"initialized"}\n')
+f2.write((json.dumps({"jsonrpc": "2.0", "id": 2, "method": "process/start",
+                      "params": {"processId": "mine", "argv": named, "name": "dev-server", "cwd": "file:///tmp"}})
+          + "\n").encode())
+f2.flush()
+s2.settimeout(10)
+again, saw_tick = None, False
+deadline = time.time() + 10
+while time.time() < deadline and not (again and saw_tick):
+    m = json.loads(f2.readline())
+    if m.get("id") == 2:
+        again = m
+    if m.get("method") == "process/output" and b"named-tick" in base64.b64decode(m["params"]["chunk"]):
+        saw_tick = True
+r2 = (again or {}).get("result", {})
+check("the same name and command is the existing process", r2.get("existing") is True and
+      r2.get("processId") == "dev" and r2.get("pid") == first.get("pid"), json.dumps(again))
+check("…and the caller is subscribed to it", saw_tick)
+f2.write((json.dumps({"jsonrpc": "2.0", "id": 3, "method": "process/start",
+                      "params": {"processId": "other", "argv": ["sleep", "5"], "name": "dev-server"}}) + "\n").encode())
+f2.flush()
+while True:
+    m = json.loads(f2.readline())
+    if m.get("id") == 3:
+        break
+check("another command under the name is nameInUse", m.get("error", {}).get("data", {}).get("kind") == "nameInUse" and
+      "replace" in m["error"]["message"], json.dumps(m))
+f2.write((json.dumps({"jsonrpc": "2.0", "id": 4, "method": "process/start",
+                      "params": {"processId": "other", "argv": ["sleep", "5"], "name": "dev-server",
+                                 "replace": True}}) + "\n").encode())
+f2.flush()
+while True:
+    m = json.loads(f2.readline())
+    if m.get("id") == 4:
+        break
+check("replace starts anew", m.get("result", {}).get("existing") is False, json.dumps(m))
+send({"jsonrpc": "2.0", "id": 7, "method": "process/list", "params": {"all": True}})
+names = {(r["sessionId"], r["processId"]): (r.get("name"), r.get("state")) for r in recv_id(7)["result"]["processes"]}
+check("the name moved to the new process", any(v[0] == "dev-server" and k[1] == "other" for k, v in names.items()) and
+      not any(v[0] == "dev-server" and k[1] == "dev" for k, v in names.items()), json.dumps(list(names.values())))
+s2.close()
+s.close()
+
 code, out, err = cli("kill", pid_id)
 check("kill", code == 0, err)
 end = time.time() + 10

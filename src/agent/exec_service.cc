@@ -11,6 +11,7 @@
 #include <random>
 
 #include "agent/agent_env.h"
+#include "agent/client_regex.h"
 #include "agent/deltas.h"
 #include "agent/keys.h"
 #include "base/log.h"
@@ -129,7 +130,7 @@ struct ExecService::Tombstone {
 };
 
 struct ExecService::AgentSession {
-  explicit AgentSession(loop::Loop& l) : grace(l), lifetime(l), idle(l) {}
+  explicit AgentSession(loop::Loop& l) : grace(l) {}
   long id = 0;
   session::Session* s = nullptr;
   std::string cmd, cwd;
@@ -148,8 +149,7 @@ struct ExecService::AgentSession {
   WallClock::time_point ended_wall;
   std::deque<CallId> queue;
   std::unique_ptr<session::Subscription> sub;
-  loop::Timer grace, lifetime, idle;
-  long idle_timeout_ms = 0;
+  loop::Timer grace;
   dev_t slave = 0;
   CallId origin = 0;        // the exec_command that started it
   bool end_logged = false;  // its end event is in the log
@@ -182,6 +182,10 @@ struct ExecService::Call {
   View view = View::kRaw;
   std::function<Result<void>(Call&, AgentSession&)> on_begin;
   loop::Timer timer;
+  // Orchestrated (approvals): the attempt's outcome goes to the orchestrator at finish, and
+  // its response waits here for the orchestrator's last word (a retry replaces it).
+  std::function<void(policy::AttemptOutcome)> attempt_done;
+  std::optional<Response> held;
 };
 
 ExecService::ExecService(session::ProcessManager& pm, std::vector<std::string> base_env, std::string default_cwd)
@@ -373,18 +377,6 @@ void ExecService::cancel(CallId id) {
   start_next(remove_call(it->second.get()));
 }
 
-// (Re)starts the idle timeout: no output and no input for idle_timeout_ms ends the session.
-void ExecService::arm_idle(AgentSession& a) {
-  if (a.idle_timeout_ms <= 0 || a.s->verdict()) return;
-  long id = a.id;
-  a.idle.start(milliseconds{a.idle_timeout_ms}, [this, id] {
-    if (auto* x = live(id); x && !x->s->finished()) {
-      x->killed_by = fmt::format("an idle timeout of {} ms", x->idle_timeout_ms);
-      x->s->terminate();
-    }
-  });
-}
-
 // Follows DECCKM (ESC [ ? 1 h / l) in new output, so arrow keys are sent the way the
 // program asked for them (SS3 in application mode). The screen model will do this for all
 // modes; until then this one matters for agents driving full-screen programs.
@@ -424,11 +416,10 @@ void ExecService::on_activity(AgentSession& a) {
     a.seen_total = total;
     a.last_output = now;
     a.awaiting_reported = false;
-    arm_idle(a);
   }
   if (const auto& v = a.s->verdict()) {
-    a.lifetime.stop();
-    a.idle.stop();
+    // The session's own timeouts (timeout_ms, idle_timeout_ms) say who ended it.
+    if (!a.killed_by && a.s->ended_by()) a.killed_by = a.s->ended_by()->message;
     if (!a.end_logged) {
       a.end_logged = true;
       SessionEvent e{SessionEvent::Kind::kEnd, a.id, a.origin, a.cmd, v->status.shell_code(), {}, {}};
@@ -728,6 +719,29 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
 void ExecService::finish(Call* c) {
   auto* a = live(c->sid);
   Response r = build_response(*a, *c);
+  if (c->attempt_done) {
+    // Orchestrated: the call leaves the session's queue and waits for the orchestrator,
+    // which may start a retry (RunAttempt) or give its result (run_orchestrated).
+    policy::AttemptOutcome o;
+    if (const auto& v = a->s->verdict()) {
+      o.exit_code = v->status.shell_code();
+      if (v->denial) {
+        o.kind = policy::AttemptOutcome::Kind::kDenied;
+        o.denial = v->denial;
+      }
+    }
+    auto report = std::move(c->attempt_done);
+    c->attempt_done = nullptr;
+    c->held = std::move(r);
+    c->started = false;
+    c->timer.stop();
+    long sid = c->sid;
+    auto& q = a->queue;
+    q.erase(std::remove(q.begin(), q.end(), c->id), q.end());
+    start_next(sid);
+    report(o);
+    return;
+  }
   Reply reply = std::move(c->reply);
   long sid = remove_call(c);
   if (reply) reply(std::move(r));
@@ -757,6 +771,8 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
   if (p.workdir && !p.workdir->empty()) cwd = (*p.workdir)[0] == '/' ? *p.workdir : default_cwd_ + "/" + *p.workdir;
   req.cwd = cwd;
   req.id = std::to_string(id);
+  if (p.timeout_ms) req.limits.wall_timeout = milliseconds{*p.timeout_ms};
+  if (p.idle_timeout_ms) req.limits.idle_timeout = milliseconds{*p.idle_timeout_ms};
   policy::SandboxAttempt attempt = policy::SandboxAttempt::none();
   if (p.attempt) {
     attempt = *p.attempt;
@@ -792,7 +808,6 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
   raw->tty = p.tty;
   raw->name = p.name;
   raw->created = raw->last_used = raw->last_output = raw->last_input = Clock::now();
-  raw->idle_timeout_ms = p.idle_timeout_ms.value_or(0);
   raw->sub = raw->s->output().subscribe([this, raw] { on_activity(*raw); });
   raw->origin = c ? c->id : 0;
   sessions_.emplace(id, std::move(a));
@@ -800,16 +815,6 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
   raw->grace.start(cfg_.early_exit_grace, [this, id] {
     if (auto* x = live(id); x && !x->s->verdict() && !x->ended) register_session(*x);
   });
-  if (p.timeout_ms) {
-    long ms = *p.timeout_ms;
-    raw->lifetime.start(milliseconds{ms}, [this, id, ms] {
-      if (auto* x = live(id); x && !x->s->finished()) {
-        x->killed_by = fmt::format("a lifetime timeout of {} ms", ms);
-        x->s->terminate();
-      }
-    });
-  }
-  arm_idle(*raw);
   return id;
 }
 
@@ -855,8 +860,6 @@ void ExecService::mark_ended(AgentSession& a, const std::string& reason) {
   a.end_reason = reason;
   a.ended_at = Clock::now();
   a.ended_wall = WallClock::now();
-  a.lifetime.stop();
-  a.idle.stop();
   if (!sweep_.active())
     sweep_.start(std::min(cfg_.ended_linger, milliseconds{30000}), [this] { sweep_ended(); },
                  std::min(cfg_.ended_linger, milliseconds{30000}));
@@ -985,12 +988,6 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
 
   Call* c = new_call(kExec, 0, std::move(done));
   c->on_delta = std::move(p.on_delta);
-  auto id = start_session(p, c);
-  if (!id) {
-    fail(c, std::move(id).error());
-    return 0;
-  }
-  c->sid = *id;
   c->until = until;
   c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
   c->yield_requested = requested;
@@ -999,8 +996,81 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
   if (p.name) c->lines.push_back(fmt::format("Session name: {}", *p.name));
   c->on_begin = make_wait_from_turn<Call, AgentSession>(yield);
   CallId cid = c->id;
+  if (sandbox_profile_ && !p.attempt && p.approvals && approval_policy_ != policy::ApprovalPolicy::kNever) {
+    run_orchestrated(c, std::move(p), cwd);
+    return calls_.count(cid) ? cid : 0;
+  }
+  auto id = start_session(p, c);
+  if (!id) {
+    fail(c, std::move(id).error());
+    return 0;
+  }
+  c->sid = *id;
   enqueue(c);
   return cid;
+}
+
+// The orchestrator decides the attempts (sandbox.md §6): each RunAttempt starts a session for
+// this call; the call's finish reports the outcome; a retry re-points the call at a new,
+// unsandboxed session; the result answers with the last attempt's response.
+void ExecService::run_orchestrated(Call* c, ExecParams p, const std::string& cwd) {
+  policy::ToolCall tc;
+  tc.argv = {"bash", "-lc", p.cmd};  // what the person approving reads; known_safe unwraps it
+  tc.cwd = cwd;
+  tc.profile = *sandbox_profile_;
+  tc.backend = sandbox_backend_;
+  tc.policy = approval_policy_;
+  tc.require_escalated = p.require_escalated;
+  tc.justification = p.justification;
+  auto orchestrator = p.approvals;
+  auto params = std::make_shared<ExecParams>(std::move(p));
+  params->approvals.reset();  // no cycle: the orchestrator holds these callbacks
+  const CallId cid = c->id;
+  auto run_attempt = [this, cid, params](const policy::SandboxAttempt& attempt,
+                                         std::function<void(policy::AttemptOutcome)> report) {
+    auto it = calls_.find(cid);
+    if (it == calls_.end()) return;  // cancelled meanwhile
+    Call* call = it->second.get();
+    ExecParams q = *params;
+    q.attempt = attempt;
+    q.require_escalated = false;
+    if (call->sid != 0) {  // the retry: a fresh response for the new session
+      call->lines.push_back(fmt::format("Sandbox denied session {}; retried without the sandbox (approved)", call->sid));
+      call->held.reset();
+      call->fired.reset();
+      call->match_text.reset();
+      call->match_offset.reset();
+      call->port_match.reset();
+      call->awaiting.reset();
+    }
+    auto id = start_session(q, call);
+    if (!id) {
+      policy::AttemptOutcome o;
+      o.kind = policy::AttemptOutcome::Kind::kFailed;
+      o.error = id.error().context;
+      return report(o);
+    }
+    call->sid = *id;
+    call->attempt_done = std::move(report);
+    enqueue(call);
+  };
+  auto result = [this, cid, cmd = params->cmd](policy::CallResult r) {
+    auto it = calls_.find(cid);
+    if (it == calls_.end()) return;
+    Call* call = it->second.get();
+    if (!call->held) {  // rejected, aborted or failed before anything ran
+      if (r.kind == policy::CallResult::Kind::kFailed) return fail(call, tool_error(r.message));  // says it all
+      std::string why = r.kind == policy::CallResult::Kind::kAborted ? "aborted: " + r.message : r.message;
+      return fail(call, tool_error(fmt::format("exec_command failed for `{}`: {}", cmd, why)));
+    }
+    Response resp = std::move(*call->held);
+    if (r.kind == policy::CallResult::Kind::kDenied && !r.message.empty()) resp.text += "\nSandbox: " + r.message;
+    if (r.kind == policy::CallResult::Kind::kAborted) resp.text += "\nSandbox: " + r.message;
+    Reply reply = std::move(call->reply);
+    calls_.erase(it);
+    if (reply) reply(std::move(resp));
+  };
+  orchestrator->run(tc, std::move(run_attempt), std::move(result));
 }
 
 CallId ExecService::write_stdin(WriteParams p, Reply done) {
@@ -1101,7 +1171,6 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
       }
       s.last_input = Clock::now();
       s.awaiting_reported = false;
-      arm_idle(s);
     }
     call.t0 = Clock::now();
     call.settle_end = call.t0 + (empty ? milliseconds{0} : settle);
@@ -1186,14 +1255,10 @@ Result<Response> ExecService::read_output(const ReadParams& p) {
     r.screen = sc->second;
     range_from = range_to = ring.total();
   } else if (p.grep) {
-    std::regex re;
-    try {
-      auto flags = std::regex::ECMAScript;
-      if (p.ignore_case) flags |= std::regex::icase;
-      re = std::regex(*p.grep, flags);
-    } catch (const std::regex_error& e) {
-      return tool_error(fmt::format("read_output failed: invalid grep pattern: {}", e.what()));
-    }
+    auto compiled = compile_client_regex(*p.grep, p.ignore_case);
+    if (!compiled)
+      return tool_error(fmt::format("read_output failed: invalid grep pattern: {}", compiled.error().context));
+    const std::regex& re = **compiled;
     // Walk retained lines with absolute numbers; show hits with context.
     Collected col = collect(ring, first, false);
     std::uint64_t tail_lines = 0;

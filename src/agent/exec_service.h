@@ -37,6 +37,7 @@
 #include "base/result.h"
 #include "loop/timer.h"
 #include "policy/denial.h"
+#include "policy/orchestrator.h"
 #include "policy/sandbox_attempt.h"
 #include "session/process_manager.h"
 
@@ -88,6 +89,10 @@ struct ExecParams {
   std::optional<long> timeout_ms, idle_timeout_ms;
   // "require_escalated": the model asks to run without the sandbox (refused under policy never).
   bool require_escalated = false;
+  std::string justification;  // the model's reason, shown when approval is asked
+  // Who decides approvals for this call (the protocol session's orchestrator: it asks the
+  // client and caches approved-for-session answers). Null: nothing is asked, as policy never.
+  std::shared_ptr<policy::ToolOrchestrator> approvals;
   // Test hook: the sandbox attempt to run under (overrides the service's default sandbox).
   std::optional<policy::SandboxAttempt> attempt;
   // Streaming (§3.6): while the call waits, its output as text pieces (MCP progress).
@@ -239,12 +244,18 @@ class ExecService {
   void shutdown(std::function<void()> done);
 
   std::size_t live_sessions() const noexcept;  // counted and not yet delivered as ended
-  // Every exec_command runs under this profile (`uexec mcp --sandbox MODE`). Approval policy
-  // never: a denial is reported in the envelope, a require_escalated call is refused.
-  void set_default_sandbox(policy::PermissionProfile profile, policy::Backend backend) {
+  // Every exec_command runs under this profile (`uexec mcp --sandbox MODE`). Under approval
+  // policy never, or for a call without ExecParams::approvals, a denial is reported in the
+  // envelope and a require_escalated call is refused. Otherwise the call's orchestrator runs
+  // it (sandbox.md §6): it may ask first (escalation, untrusted), and after a denial ask
+  // to retry once without the sandbox; the call then answers with the retry's output.
+  void set_default_sandbox(policy::PermissionProfile profile, policy::Backend backend,
+                           policy::ApprovalPolicy approval = policy::ApprovalPolicy::kNever) {
     sandbox_profile_ = std::move(profile);
     sandbox_backend_ = backend;
+    approval_policy_ = approval;
   }
+  policy::ApprovalPolicy approval_policy() const noexcept { return approval_policy_; }
   const base::AgentConfig& config() const noexcept { return cfg_; }
 
   // The event log: the last 1024 events, and a hook that sees each as it happens.
@@ -258,6 +269,7 @@ class ExecService {
 
   std::optional<policy::PermissionProfile> sandbox_profile_;
   policy::Backend sandbox_backend_ = policy::Backend::kAuto;
+  policy::ApprovalPolicy approval_policy_ = policy::ApprovalPolicy::kNever;
 
   Call* new_call(int kind, long sid, Reply done);
   void enqueue(Call* c);
@@ -277,6 +289,7 @@ class ExecService {
   void stream_deltas(Call& c, AgentSession& a);
 
   base::Result<long> start_session(const ExecParams& p, Call* c);
+  void run_orchestrated(Call* c, ExecParams p, const std::string& cwd);
   void register_session(AgentSession& a);
   void prune_one(std::vector<std::string>& warnings);
   void mark_ended(AgentSession& a, const std::string& reason);
@@ -289,7 +302,6 @@ class ExecService {
   std::string tombstone_text(long id) const;
   bool issued(long id) const;
   void on_activity(AgentSession& a);
-  void arm_idle(AgentSession& a);
   void track_cursor_mode(AgentSession& a, session::Offset from);
   void log_event(SessionEvent e);
 

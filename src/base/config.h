@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 
 namespace uexec::base {
 
@@ -40,6 +42,37 @@ struct AgentConfig {
 // kOff leaves descendants alone (and the manager is no subreaper).
 enum class ContainmentMode : unsigned char { kAuto, kCgroup, kTracked, kOff };
 
+// Per-session resource limits (issue 6); unset fields mean no limit. A request's limits
+// (ExecRequest::limits) override Config::limits field by field. The kernel-side ones need
+// cgroup controllers (session/limits.h); a session that asks for them where there are none
+// is refused, never started unlimited.
+struct SessionLimits {
+  std::optional<std::uint64_t> output_bytes_per_sec;  // reading pauses past it, as a slow terminal
+  std::optional<std::size_t> retain_bytes;            // overrides Config::retain_bytes
+  std::optional<milliseconds> wall_timeout;           // terminate after this long
+  std::optional<milliseconds> idle_timeout;           // terminate after this long without output or input
+  std::optional<std::uint64_t> memory_max_bytes;      // cgroup memory.max: the kernel's OOM killer ends it
+  std::optional<std::uint32_t> pids_max;              // cgroup pids.max: fork fails past it
+  std::optional<double> cpu_max;                      // cgroup cpu.max, in CPUs (0.5 = half of one)
+
+  bool needs_cgroup() const noexcept { return memory_max_bytes || pids_max || cpu_max; }
+  bool any() const noexcept {
+    return output_bytes_per_sec || retain_bytes || wall_timeout || idle_timeout || needs_cgroup();
+  }
+  // `over`'s set fields replace ours.
+  SessionLimits merged(const SessionLimits& over) const {
+    SessionLimits r = *this;
+    if (over.output_bytes_per_sec) r.output_bytes_per_sec = over.output_bytes_per_sec;
+    if (over.retain_bytes) r.retain_bytes = over.retain_bytes;
+    if (over.wall_timeout) r.wall_timeout = over.wall_timeout;
+    if (over.idle_timeout) r.idle_timeout = over.idle_timeout;
+    if (over.memory_max_bytes) r.memory_max_bytes = over.memory_max_bytes;
+    if (over.pids_max) r.pids_max = over.pids_max;
+    if (over.cpu_max) r.cpu_max = over.cpu_max;
+    return r;
+  }
+};
+
 struct Config {
   // After the leader is reaped, wait at most this long for output EOF before the verdict
   // and the `exited` event (Codex's 20 ms drain). Runs on a uv timer, never a sleep.
@@ -60,6 +93,7 @@ struct Config {
 
   PtySize default_size{};
   ContainmentMode containment = ContainmentMode::kAuto;
+  SessionLimits limits{};  // every session's, unless its request says otherwise
   AgentConfig agent{};
 };
 

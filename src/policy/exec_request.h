@@ -22,6 +22,7 @@ struct ExecRequest {
   bool stdin_pipe = false;                       // pipes only: a writable stdin
   std::string id;                                // empty: the manager picks one
   std::optional<std::string> arg0;               // the argv[0] the program sees, if not argv[0]
+  base::SessionLimits limits;                    // over Config::limits
 };
 
 }  // namespace uexec::policy

@@ -155,7 +155,7 @@ void PtyProcess::update_poll_events() {
   bool want_write = queued_input() > 0;
   for (auto& out : outputs_) {
     if (!out.poll) continue;
-    int events = reading_paused_ ? 0 : UV_READABLE;
+    int events = paused_ != 0 ? 0 : UV_READABLE;
     if (opts_.tty && want_write) events |= UV_WRITABLE;
     if (events == out.armed) continue;
     if (events == 0) {
@@ -216,7 +216,7 @@ void PtyProcess::handle_readable(Output& out, std::size_t budget) {
   std::span<std::byte> slab = loop_->read_slab();
   std::size_t total = 0;
   bool eio_once = false;
-  while (out.fd && !out.closed && !reading_paused_) {  // a listener may pause us mid-burst
+  while (out.fd && !out.closed && paused_ == 0) {  // a listener may pause us mid-burst
     ssize_t n = ::read(out.fd.get(), slab.data(), slab.size());
     if (n > 0) {
       eio_once = false;
@@ -264,7 +264,7 @@ void PtyProcess::close_output(Output& out, bool keep_fd) {
 }
 
 void PtyProcess::hang_up() {
-  reading_paused_ = false;  // the last drain happens even for a slow consumer (the ring bounds it)
+  paused_ = 0;  // the last drain happens even for a slow consumer or a rate limit (the ring bounds it)
   for (auto& out : outputs_) {
     // A final bounded drain: bytes already in the kernel buffer are output too.
     handle_readable(out, opts_.read_burst_bytes);
@@ -272,16 +272,16 @@ void PtyProcess::hang_up() {
   }
 }
 
-void PtyProcess::pause_reading() {
-  if (reading_paused_) return;
-  reading_paused_ = true;
-  update_poll_events();
+void PtyProcess::pause_reading(PauseReason why) {
+  unsigned was = paused_;
+  paused_ |= why;
+  if (was == 0) update_poll_events();
 }
 
-void PtyProcess::resume_reading() {
-  if (!reading_paused_) return;
-  reading_paused_ = false;
-  update_poll_events();
+void PtyProcess::resume_reading(PauseReason why) {
+  if ((paused_ & why) == 0) return;
+  paused_ &= ~static_cast<unsigned>(why);
+  if (paused_ == 0) update_poll_events();
 }
 
 int PtyProcess::input_fd() const noexcept {

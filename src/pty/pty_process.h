@@ -111,9 +111,11 @@ class PtyProcess {
 
   // Reads what is buffered (bounded), then closes every output fd: EOF is delivered.
   void hang_up();
-  // Backpressure for a slow consumer: stop/start reading output (the child then blocks).
-  void pause_reading();
-  void resume_reading();
+  // Backpressure: stop/start reading output (the child then blocks). Each reason pauses on
+  // its own; reading resumes when none is left.
+  enum PauseReason : unsigned { kSlowConsumer = 1, kOutputRate = 2 };
+  void pause_reading(PauseReason why = kSlowConsumer);
+  void resume_reading(PauseReason why = kSlowConsumer);
 
  private:
   struct Output {
@@ -143,7 +145,7 @@ class PtyProcess {
   ProcessListener* listener_;
   pid_t pid_ = -1;
   bool exited_ = false;
-  bool reading_paused_ = false;
+  unsigned paused_ = 0;  // PauseReason bits
   bool stdin_closing_ = false;
   Output outputs_[2];        // tty: [0] is the master; pipes: [0] stdout, [1] stderr
   int open_outputs_ = 0;

@@ -75,6 +75,8 @@ struct ChildArgs {
   const int* pass_fds;
   std::size_t npass;
   int cgroup_join;  // a cgroup directory to join in the child, or -1 (born in it, or none)
+  const int* join_procs;  // cgroup.procs files to write "0" to (limits' v1 hierarchies)
+  std::size_t njoin;      // pid 1 sets it to 0 once it joined them for the namespace
   // Supervised mode only: pid 1's part.
   const ChildStep* setup_steps;
   std::size_t nsetup;
@@ -126,12 +128,20 @@ int run_steps(ChildArgs* a, const ChildStep* steps, std::size_t n) noexcept {
   return 0;
 }
 
+// Moves the calling process into each cgroup whose cgroup.procs is open in `a` (limits).
+void join_limit_cgroups(ChildArgs* a) noexcept {
+  for (std::size_t i = 0; i < a->njoin; ++i)
+    if (::write(a->join_procs[i], "0", 1) != 1) child_fail(a, "join the session's limit cgroups");
+  a->njoin = 0;
+}
+
 // The command's process. Runs on its own stack in our address space until execve; touches
 // only the ChildArgs and the kernel. No allocation, no locks, no logging, no C++ exceptions.
 int child_main(void* raw) noexcept {
   auto* a = static_cast<ChildArgs*>(raw);
   reset_dispositions();
   if (::setsid() < 0) child_fail(a, "setsid");
+  join_limit_cgroups(a);
   if (a->cgroup_join >= 0) {
     int procs = ::openat(a->cgroup_join, "cgroup.procs", O_WRONLY | O_CLOEXEC);
     if (procs < 0 || ::write(procs, "0", 1) != 1) child_fail(a, "join the session's cgroup");
@@ -176,6 +186,7 @@ int pid1_main(void* raw) noexcept {
   if (::setsid() < 0) child_fail(a, "setsid");
   // The sandbox dies with the manager; init keeps this across its execve.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail(a, "prctl PDEATHSIG");
+  join_limit_cgroups(a);  // before anything forks: the command inherits them
   run_steps(a, a->setup_steps, a->nsetup);
   pid_t cmd = ::clone(child_main, a->command_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
   if (cmd < 0) child_fail(a, "clone command");
@@ -348,6 +359,8 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
   args.channel = -1;
   const bool supervised = spec.ns_flags != 0;
   args.cgroup_join = supervised ? -1 : spec.cgroup_fd;
+  args.join_procs = spec.join_cgroups.data();
+  args.njoin = spec.join_cgroups.size();
   UniqueFd status_read, status_write;
   if (supervised) {
     if (spec.init_fd < 0) return Error::invalid("spawn: namespaces need an init program");

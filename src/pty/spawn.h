@@ -7,7 +7,7 @@
 //
 // The child (spawn.cc, child_main) is async-signal-safe: everything it needs is flattened to
 // char* arrays beforehand, and it allocates, locks and logs nothing. In order:
-//   every disposition to SIG_DFL → setsid → (join the cgroup) → TIOCSCTTY (tty) → stdio on 0/1/2 →
+//   every disposition to SIG_DFL → setsid → (join the cgroups) → TIOCSCTTY (tty) → stdio on 0/1/2 →
 //   close_range(3, ~0U) → chdir → the policy's ChildSteps → empty signal mask → execve
 // A failing step leaves {step, errno} in memory we share, so spawn() returns kExecFailed with
 // the errno and the step ("chdir /nope", "execve ./x"), never a session that "exits 127".
@@ -57,6 +57,10 @@ struct SpawnSpec {
   // CLONE_INTO_CGROUP: nothing to migrate), or, where clone3 cannot be used, joins right after
   // setsid, before anything it runs can fork; -1: none. Not in supervised mode.
   int cgroup_fd = -1;
+  // cgroup.procs files (opened for writing) that the first process joins by writing "0",
+  // right after setsid: v1 controller hierarchies for the session's limits (containment.h).
+  // In supervised mode pid 1 joins them, so the whole namespace is inside.
+  std::vector<int> join_cgroups;
   // Supervised mode (see above): CLONE_NEW* flags, steps for pid 1, and the init program.
   unsigned long ns_flags = 0;
   std::vector<ChildStep> setup_steps;

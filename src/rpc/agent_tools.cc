@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "agent/client_regex.h"
 #include "agent/keys.h"
 
 namespace uexec::rpc {
@@ -98,13 +99,13 @@ class Args {
         err_ = "`until.regex` is longer than 1024 characters";
         return std::nullopt;
       }
-      try {
-        out.regex = std::make_shared<const std::regex>(*r, std::regex::ECMAScript);
-        out.regex_src = *r;
-      } catch (const std::regex_error& e) {
-        err_ = fmt::format("`until.regex` is not a valid pattern: {}", e.what());
+      auto compiled = agent::compile_client_regex(*r);
+      if (!compiled) {
+        err_ = fmt::format("`until.regex` is not a valid pattern: {}", compiled.error().context);
         return std::nullopt;
       }
+      out.regex = std::move(*compiled);
+      out.regex_src = *r;
     }
     if (auto i = u.integer("idle_ms")) {
       if (*i < 1) u.err_ = "`until.idle_ms` must be >= 1";
@@ -208,7 +209,8 @@ json AgentTools::tool_result(const agent::Response& r, bool structured) {
 }
 
 bool AgentTools::call(const std::string& name, const json& args_json, bool structured, Done finish,
-                      agent::CallId* call_id, std::function<void(std::string_view)> on_delta) {
+                      agent::CallId* call_id, std::function<void(std::string_view)> on_delta,
+                      std::shared_ptr<policy::ToolOrchestrator> approvals) {
   *call_id = 0;
   auto tool_error = [&](const std::string& text) { finish(error_result(text)); };
   auto done = [finish, structured](base::Result<agent::Response> r) {
@@ -243,7 +245,8 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
                                       "use_default or require_escalated", cmd.value_or(""))), true;
       p.require_escalated = *sp == "require_escalated";
     }
-    (void)a.string("justification");
+    p.justification = a.string("justification").value_or("");
+    p.approvals = approvals;
     if (a.error().empty() && !cmd) return tool_error("exec_command failed: missing command line"), true;
     if (!a.error().empty())
       return tool_error(fmt::format("exec_command failed for `{}`: invalid arguments: {}", cmd.value_or(""), a.error())), true;

@@ -24,8 +24,10 @@ class AgentTools {
   // `done` gets the CallToolResult, possibly before this returns; *call_id is the call to
   // cancel (0 when none is pending). False when no tool has that name.
   // `on_delta`, when set, streams exec_command / write_stdin output while the call waits.
+  // `approvals`: who decides exec_command's approvals (ExecParams::approvals).
   bool call(const std::string& name, const json& args, bool structured, Done done, agent::CallId* call_id,
-            std::function<void(std::string_view)> on_delta = {});
+            std::function<void(std::string_view)> on_delta = {},
+            std::shared_ptr<policy::ToolOrchestrator> approvals = {});
   void cancel(agent::CallId id) { exec_.cancel(id); }
 
   static json tools_list(const std::string& version);

@@ -1,6 +1,7 @@
 #include "rpc/exec_server.h"
 
 #include <fmt/core.h>
+#include <fmt/ranges.h>
 #include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,6 +15,7 @@
 #include <unordered_map>
 
 #include "agent/agent_env.h"
+#include "agent/client_regex.h"
 #include "agent/probes.h"
 #include "policy/linux_sandbox.h"
 #include "base/lazy_deque.h"
@@ -105,6 +107,62 @@ std::optional<T> opt_number(const json& params, const char* field) {
   return v.get<T>();
 }
 
+// process/start's `limits` (base::SessionLimits, camelCase); each bound is checked here.
+base::SessionLimits parse_limits(const json& j) {
+  base::SessionLimits l;
+  if (j.is_null()) return l;
+  auto bad = [](const std::string& field, const std::string& what) {
+    return ParamError{kInvalidParams, fmt::format("invalid value for `limits.{}`: {}", field, what),
+                      {{"kind", "invalidParams"}, {"field", "limits." + field}}};
+  };
+  if (!j.is_object())
+    throw ParamError{kInvalidParams, "invalid type for `limits`: expected an object", {{"kind", "invalidParams"}, {"field", "limits"}}};
+  static const std::vector<std::string> kKnown = {"outputBytesPerSec", "retainedBytes", "timeoutMs", "idleTimeoutMs",
+                                                  "memoryMaxBytes", "pidsMax", "cpuMax"};
+  for (auto it = j.begin(); it != j.end(); ++it)
+    if (std::find(kKnown.begin(), kKnown.end(), it.key()) == kKnown.end())
+      throw bad(it.key(), "unknown limit (known: outputBytesPerSec, retainedBytes, timeoutMs, idleTimeoutMs, memoryMaxBytes, pidsMax, cpuMax)");
+  auto ranged = [&](const char* field, long long lo, long long hi, const char* unit) -> std::optional<long long> {
+    auto v = opt_number<long long>(j, field);
+    if (v && (*v < lo || *v > hi)) throw bad(field, fmt::format("expected {}-{} {}", lo, hi, unit));
+    return v;
+  };
+  if (auto v = ranged("outputBytesPerSec", 1024, 1LL << 40, "bytes per second")) l.output_bytes_per_sec = *v;
+  if (auto v = ranged("retainedBytes", 1024, 1LL << 30, "bytes")) l.retain_bytes = static_cast<std::size_t>(*v);
+  if (auto v = ranged("timeoutMs", 1, 7LL * 86400000, "ms")) l.wall_timeout = std::chrono::milliseconds{*v};
+  if (auto v = ranged("idleTimeoutMs", 1, 7LL * 86400000, "ms")) l.idle_timeout = std::chrono::milliseconds{*v};
+  if (auto v = ranged("memoryMaxBytes", 1LL << 20, 1LL << 50, "bytes")) l.memory_max_bytes = *v;
+  if (auto v = ranged("pidsMax", 1, 4194304, "processes")) l.pids_max = static_cast<std::uint32_t>(*v);
+  if (j.contains("cpuMax") && !j["cpuMax"].is_null()) {
+    if (!j["cpuMax"].is_number()) throw bad("cpuMax", "expected a number of CPUs");
+    double cpus = j["cpuMax"].get<double>();
+    if (!(cpus >= 0.01 && cpus <= 4096)) throw bad("cpuMax", "expected 0.01-4096 CPUs");
+    l.cpu_max = cpus;
+  }
+  return l;
+}
+
+json limits_json(const base::SessionLimits& l) {
+  json j = json::object();
+  if (l.output_bytes_per_sec) j["outputBytesPerSec"] = *l.output_bytes_per_sec;
+  if (l.retain_bytes) j["retainedBytes"] = *l.retain_bytes;
+  if (l.wall_timeout) j["timeoutMs"] = l.wall_timeout->count();
+  if (l.idle_timeout) j["idleTimeoutMs"] = l.idle_timeout->count();
+  if (l.memory_max_bytes) j["memoryMaxBytes"] = *l.memory_max_bytes;
+  if (l.pids_max) j["pidsMax"] = *l.pids_max;
+  if (l.cpu_max) j["cpuMax"] = *l.cpu_max;
+  return j;
+}
+
+// What happened under a session's limits (process/closed, process/list).
+json limit_events_json(const session::Session& s) {
+  auto e = s.limit_events();
+  return {{"oomKills", e.oom_kills},
+          {"pidsMaxHits", e.pids_max_hits},
+          {"cpuThrottledMs", e.throttled_us / 1000},
+          {"throttledMs", s.output_throttled().count()}};
+}
+
 std::optional<bool> opt_bool(const json& params, const char* field) {
   if (!params.is_object() || !params.contains(field) || params[field].is_null()) return std::nullopt;
   if (!params[field].is_boolean())
@@ -140,6 +198,7 @@ struct ExecServer::Process {
   std::vector<std::string> argv;
   std::string cwd;
   std::string sandbox_kind = "none";  // the kind that runs it (policy::sandbox_kind_name)
+  std::string name;  // process/start's `name`: unique among live processes; empty: none
   json metadata = nullptr;
   std::int64_t started_ms = 0;
   std::int64_t exited_ms = 0;
@@ -157,6 +216,21 @@ struct ExecServer::Session {
   std::map<std::uint64_t, std::unique_ptr<Waiter>> waiters;
   long ttl_ms = -2;          // -2: the server default
   bool keep_forever = false; // detachedTtlMs -1 under `uexec serve`: until killed
+  // Approvals (§4.8): the orchestrator of this session's exec/* calls (its approved-for-session
+  // cache lives as long as the session), and the approval/requests awaiting an answer.
+  std::shared_ptr<policy::ToolOrchestrator> orchestrator;
+  struct PendingApproval {
+    std::function<void(policy::Decision)> answer;
+    std::unique_ptr<loop::Timer> timeout;
+  };
+  std::map<std::string, PendingApproval> approvals;
+  std::uint64_t next_approval = 1;
+  // Each pending approval counts as denied (a detach, the session's end).
+  void deny_pending() {
+    auto pending = std::move(approvals);
+    approvals.clear();
+    for (auto& [aid, a] : pending) a.answer(policy::Decision::kDenied);
+  }
 };
 
 // A long-poll (process/read with waitMs, process/wait, a write waiting for room).
@@ -296,6 +370,7 @@ void ExecServer::push_to(Process& p, Session& to, SubState& st) {
                                    {"detail", v->denial->detail}}
                             : json();
     j["sandboxDenials"] = denial_records(*p.s);
+    if (const auto& by = p.s->ended_by()) j["endedBy"] = {{"limit", by->limit}, {"message", by->message}};
     c->notify("process/exited", params(std::move(j)));
     st.sent_exited = true;
   };
@@ -342,6 +417,7 @@ void ExecServer::push_to(Process& p, Session& to, SubState& st) {
   if (st.sent_exited && !st.sent_closed && cl) {
     json closed = params({{"processId", p.id}, {"seq", cl}, {"outputEof", p.s->output_eof()}});
     if (!p.s->lingering().empty()) closed["lingering"] = AgentTools::lingering(p.s->lingering());
+    if (p.s->limits().any()) closed["limitEvents"] = limit_events_json(*p.s);
     c->notify("process/closed", std::move(closed));
     st.sent_closed = true;
   }
@@ -398,6 +474,7 @@ ExecServer::Connection::~Connection() {
   if (!session_) return;
   Session* s = session_;
   s->conn = nullptr;
+  s->deny_pending();
   for (auto it = s->waiters.begin(); it != s->waiters.end();) it = s->waiters.erase(it);
   if (!server_.opts_.daemon) return;  // stdio: the front door kills everything at EOF
   // Detach: processes keep running within the TTL, then are terminated with the session.
@@ -477,7 +554,7 @@ void ExecServer::Connection::handle_line(std::string_view line) {
   if (msg.contains("jsonrpc") && msg["jsonrpc"] != "2.0")
     return error(valid_id ? id : json(-1), kInvalidRequest, "invalid request: \"jsonrpc\" must be \"2.0\"",
                  {{"kind", "invalidRequest"}});
-  if (!msg.contains("method")) return;  // a stray response: ignored
+  if (!msg.contains("method")) return on_response(msg);  // to our approval/request
   if (!msg["method"].is_string())
     return error(valid_id ? id : json(-1), kInvalidRequest, "invalid request: method must be a string",
                  {{"kind", "invalidRequest"}});
@@ -526,7 +603,10 @@ void ExecServer::Connection::request(const json& id, const std::string& method, 
   if (method == "process/terminate") return m_terminate(id, params);
   if (method == "environment/info") return reply(id, environment_info());
   if (method == "environment/status")
-    return reply(id, {{"status", "ready"}, {"sessions", server_.sessions_.size()}, {"processes", server_.processes()}});
+    return reply(id, {{"status", "ready"},
+                      {"sessions", server_.sessions_.size()},
+                      {"processes", server_.processes()},
+                      {"handles", server_.pm_.loop().open_handles()}});
   if (method == "process/resize") return m_resize(id, params);
   if (method == "process/closeStdin") return m_close_stdin(id, params);
   if (method == "process/list") return m_list(id, params);
@@ -573,8 +653,11 @@ void ExecServer::Connection::m_initialize(const json& id, const json& params) {
   if (initialize_replied_)
     return error(id, kInvalidRequest, "initialize may only be sent once per connection", {{"kind", "alreadyInitialized"}});
   client_name_ = need_string(params, "clientName");
-  if (params.contains("capabilities") && params["capabilities"].is_object())
-    extensions_ = params["capabilities"].value("extensions", false);
+  if (params.contains("capabilities") && params["capabilities"].is_object()) {
+    const json& caps = params["capabilities"];
+    if (caps.contains("extensions") && caps["extensions"].is_boolean()) extensions_ = caps["extensions"].get<bool>();
+    if (caps.contains("approvals") && caps["approvals"].is_boolean()) approvals_ = caps["approvals"].get<bool>();
+  }
   bool resumed = false;
   if (params.contains("resumeSessionId") && params["resumeSessionId"].is_string()) {
     std::string rid = params["resumeSessionId"];
@@ -715,6 +798,7 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
   req.tty = tty;
   req.stdin_pipe = pipe_stdin && !tty;
   if (params.contains("arg0") && params["arg0"].is_string()) req.arg0 = params["arg0"].get<std::string>();
+  if (params.contains("limits")) req.limits = parse_limits(params["limits"]);
   if (params.contains("size") && !params["size"].is_null()) {
     if (!tty) throw ParamError{kInvalidParams, "size needs a tty process", {{"kind", "invalidParams"}, {"field", "size"}}};
     auto rows = opt_number<long>(params["size"], "rows"), cols = opt_number<long>(params["size"], "cols");
@@ -742,6 +826,46 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
       req.sandbox_policy_cwd = (*sb)->policy_cwd;
     }
   }
+  // A named session is idempotent: the same name, argv, cwd and tty is the live one.
+  std::string name;
+  if (params.contains("name") && !params["name"].is_null()) {
+    static const std::regex kName("^[A-Za-z0-9._-]{1,64}$");
+    if (!params["name"].is_string() || !std::regex_match(params["name"].get<std::string>(), kName))
+      throw ParamError{kInvalidParams, "name must be 1-64 of [A-Za-z0-9._-]", {{"kind", "invalidParams"}, {"field", "name"}}};
+    name = params["name"].get<std::string>();
+    bool replace = opt_bool(params, "replace").value_or(false);
+    for (auto& [sid, sess] : server_.sessions_) {
+      for (auto& [ppid, other] : sess->procs) {
+        if (other->name != name || other->s->finished()) continue;
+        if (other->argv == argv && other->cwd == cwd && other->s->tty() == tty && !replace) {
+          Process& e = *other;
+          if (opt_bool(params, "subscribe").value_or(true) && !e.subs.count(session_)) {
+            SubState st;
+            st.cursor = e.s->output().total();
+            st.sent_exited = e.s->exited_seq() != 0;
+            st.sent_closed = e.s->closed_seq() != 0;
+            e.subs[session_] = st;
+          }
+          reply(id, {{"processId", e.id},
+                     {"sessionId", e.owner->id},
+                     {"existing", true},
+                     {"pid", e.s->pid()},
+                     {"sandboxType", e.sandbox_kind == "none" ? "none" : "linuxSeccomp"},
+                     {"uexecSandbox", e.sandbox_kind},
+                     {"nextSeq", e.s->next_seq()}});
+          return server_.push(e);
+        }
+        if (!replace)
+          return error(id, kInvalidRequest,
+                       fmt::format("name {} is used by process {} of session {} running `{}`; pass replace:true to "
+                                   "restart it, or choose another name",
+                                   name, other->id, other->owner->id, fmt::join(other->argv, " ")),
+                       {{"kind", "nameInUse"}, {"name", name}, {"processId", other->id}, {"sessionId", other->owner->id}});
+        other->name.clear();  // replace: the old one ends, the name moves to the new one
+        other->s->terminate();
+      }
+    }
+  }
   if (server_.find_process(session_, pid)) {
     auto* p = server_.find_process(session_, pid);
     return error(id, kInvalidRequest, "process " + pid + " already exists",
@@ -756,13 +880,15 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
     const auto& e = started.error();
     if (e.code == base::Errc::kPolicy) return unavailable(e);
     if (e.code == base::Errc::kExecFailed || e.sys_errno) {
-      const char* name = strerrorname_np(e.sys_errno);
+      const char* errno_name = strerrorname_np(e.sys_errno);
       return error(id, kInternal, fmt::format("{} (os error {})", std::strerror(e.sys_errno), e.sys_errno),
                    {{"kind", "spawnFailed"},
-                    {"errno", name ? name : ""},
+                    {"errno", errno_name ? errno_name : ""},
                     {"syscall", e.context.substr(0, e.context.find(' '))},
                     {"path", e.context.find(' ') == std::string::npos ? "" : e.context.substr(e.context.find(' ') + 1)}});
     }
+    if (e.code == base::Errc::kUnsupported)  // limits this machine cannot enforce
+      return error(id, kInternal, e.context, {{"kind", "limitUnavailable"}});
     return error(id, kInvalidParams, e.message(), {{"kind", "invalidParams"}});
   }
   auto p = std::make_unique<Process>();
@@ -775,6 +901,7 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
   raw->argv = argv;
   raw->cwd = cwd;
   raw->sandbox_kind = policy::sandbox_kind_name(attempt.kind());
+  raw->name = name;
   raw->started_ms = wall_ms();
   if (opt_bool(params, "subscribe").value_or(true)) raw->subs[session_] = {};
   if (params.contains("metadata")) raw->metadata = params["metadata"];
@@ -793,7 +920,8 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
              {"sandboxType", attempt.sandboxed() ? "linuxSeccomp" : "none"},
              {"uexecSandbox", raw->sandbox_kind},
              {"pid", raw->s->pid()},
-             {"sessionId", session_->id}});
+             {"sessionId", session_->id},
+             {"existing", false}});
 }
 
 json ExecServer::Connection::read_result(Process& p, std::uint64_t after_seq, std::size_t max_bytes) const {
@@ -1028,7 +1156,8 @@ void ExecServer::Connection::m_list(const json& id, const json& params) {
         int m = p->s->process()->master_fd();
         awaiting = pty::group_reading_tty(::tcgetpgrp(m), pty::slave_rdev(m));
       }
-      json e = {{"sessionId", sid},         {"processId", pid},         {"name", nullptr},
+      json e = {{"sessionId", sid},         {"processId", pid},
+                {"name", p->name.empty() ? json() : json(p->name)},
                 {"clientName", s->client_name}, {"agentSessionId", nullptr}, {"pid", p->s->pid()},
                 {"argv", p->argv},           {"cwd", file_uri(p->cwd)},   {"tty", p->s->tty()},
                 {"state", state},            {"awaitingInput", awaiting}, {"startedAtMs", p->started_ms},
@@ -1054,6 +1183,11 @@ void ExecServer::Connection::m_list(const json& id, const json& params) {
       e["ownerConnected"] = s->conn != nullptr;
       e["containment"] = session::tier_name(p->s->containment_tier());
       if (!p->s->lingering().empty()) e["lingering"] = AgentTools::lingering(p->s->lingering());
+      if (p->s->limits().any()) {
+        e["limits"] = limits_json(p->s->limits());
+        e["limitEvents"] = limit_events_json(*p->s);
+      }
+      if (const auto& by = p->s->ended_by()) e["endedBy"] = {{"limit", by->limit}, {"message", by->message}};
       e["canInput"] = me == p->viewers.end() || me->second || !s->conn;
       out.push_back(std::move(e));
     }
@@ -1146,13 +1280,12 @@ void ExecServer::Connection::m_wait(const json& id, const json& params) {
   Process* p = process_or_error(id, params);
   if (!p) return;
   const json until = params.contains("until") && params["until"].is_object() ? params["until"] : json::object();
-  std::shared_ptr<std::regex> re;
+  std::shared_ptr<const std::regex> re;
   if (until.contains("regex")) {
-    try {
-      re = std::make_shared<std::regex>(until["regex"].get<std::string>(), std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
-      throw ParamError{kInvalidParams, std::string("invalid regex: ") + e.what(), {{"kind", "invalidParams"}, {"field", "until.regex"}}};
-    }
+    auto compiled = agent::compile_client_regex(until["regex"].get<std::string>());
+    if (!compiled)
+      throw ParamError{kInvalidParams, "invalid regex: " + compiled.error().context, {{"kind", "invalidParams"}, {"field", "until.regex"}}};
+    re = std::move(*compiled);
   }
   auto idle = opt_number<long>(until, "idleMs");
   auto bytes = opt_number<std::uint64_t>(until, "bytes");
@@ -1265,6 +1398,12 @@ void ExecServer::Connection::m_exec(const json& id, const std::string& tool, con
   };
   auto pending = std::make_shared<Pending>();
   agent::CallId cid = 0;
+  // A client that declared `approvals` is asked; one that did not is treated as policy never.
+  std::shared_ptr<policy::ToolOrchestrator> approvals;
+  if (approvals_ && server_.exec_->approval_policy() != policy::ApprovalPolicy::kNever) {
+    if (!session_->orchestrator) session_->orchestrator = std::make_shared<policy::ToolOrchestrator>(server_.approver(session_->id));
+    approvals = session_->orchestrator;
+  }
   server_.tools_->call(
       tool, args, true,
       [this, id, pending](json result) {
@@ -1272,11 +1411,68 @@ void ExecServer::Connection::m_exec(const json& id, const std::string& tool, con
         exec_calls_.erase(pending->id);
         reply(id, std::move(result));
       },
-      &cid, std::move(on_delta));
+      &cid, std::move(on_delta), std::move(approvals));
   if (cid != 0 && !pending->done) {
     pending->id = cid;
     exec_calls_.insert(cid);
   }
+}
+
+// approval/request (§4.8): asks the session's client; the answer comes back as a response
+// to our request (on_response), or counts as denied after approvalTimeoutMs or a detach.
+policy::Approver ExecServer::approver(const std::string& session_id) {
+  return [this, session_id](const policy::ApprovalRequest& req, std::function<void(policy::Decision)> answer) {
+    Session* s = find_session(session_id);
+    if (!s || !s->conn) return answer(policy::Decision::kDenied);
+    std::string aid = fmt::format("approval-{}", s->next_approval++);
+    std::string command = req.command.size() == 3 && req.command[1] == "-lc" ? req.command[2] : fmt::format("{}", fmt::join(req.command, " "));
+    json params = {{"approvalId", aid},
+                   {"sessionId", session_id},
+                   {"kind", req.purpose == "sandbox_retry" ? "retryUnsandboxed" : "exec"},
+                   {"argv", req.command},
+                   {"command", command},
+                   {"cwd", req.cwd},
+                   {"sandbox", req.proposed_sandbox},
+                   {"reason", req.reason},
+                   {"justification", req.purpose == "escalation" ? json(req.reason) : json()}};
+    if (req.denial) params["denial"] = {{"source", policy::denial_source_name(req.denial->source)},
+                                        {"mechanism", req.denial->mechanism},
+                                        {"detail", req.denial->detail}};
+    auto& pa = s->approvals[aid];
+    pa.answer = std::move(answer);
+    pa.timeout = std::make_unique<loop::Timer>(pm_.loop());
+    pa.timeout->start(opts_.approval_timeout, [this, session_id, aid] {
+      Session* x = find_session(session_id);
+      if (!x) return;
+      auto it = x->approvals.find(aid);
+      if (it == x->approvals.end()) return;
+      auto done = std::move(it->second.answer);
+      x->approvals.erase(it);
+      UEXEC_LOG(kInfo, "approval {} of session {}: no answer in time, denied", aid, session_id);
+      done(policy::Decision::kDenied);
+    });
+    s->conn->peer_.send(json{{"jsonrpc", "2.0"}, {"id", aid}, {"method", "approval/request"}, {"params", params}}.dump(
+        -1, ' ', false, json::error_handler_t::replace));
+  };
+}
+
+// A response from the client: the answer to one of our approval/requests. Anything else
+// (an unknown id, a second answer) is ignored; a malformed answer counts as denied.
+void ExecServer::Connection::on_response(const json& msg) {
+  if (!session_ || !msg.contains("id") || !msg["id"].is_string()) return;
+  auto it = session_->approvals.find(msg["id"].get<std::string>());
+  if (it == session_->approvals.end()) return;
+  auto answer = std::move(it->second.answer);
+  session_->approvals.erase(it);
+  policy::Decision d = policy::Decision::kDenied;
+  if (msg.contains("result") && msg["result"].is_object() && msg["result"].contains("decision") &&
+      msg["result"]["decision"].is_string()) {
+    std::string v = msg["result"]["decision"];
+    if (v == "approved") d = policy::Decision::kApproved;
+    else if (v == "approvedForSession") d = policy::Decision::kApprovedForSession;
+    else if (v == "abort") d = policy::Decision::kAbort;
+  }
+  answer(d);
 }
 
 }  // namespace uexec::rpc

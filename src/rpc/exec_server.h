@@ -41,6 +41,7 @@ struct ExecServerOptions {
   std::size_t high_watermark = 4u << 20, low_watermark = 1u << 20;
   std::size_t read_max_bytes = 4u << 20;
   std::size_t max_processes = 4096;
+  std::chrono::milliseconds approval_timeout{600000};  // approvalTimeoutMs: then denied
 };
 
 // How a connection writes: one JSON message per call, and how much is queued.
@@ -83,6 +84,7 @@ class ExecServer {
   void forget(Process& p, const std::string& reason);
   void drop_session(const std::string& id);
   std::string tombstone_reason(const std::string& key) const;
+  policy::Approver approver(const std::string& session_id);
   void check_shutdown();
 
   session::ProcessManager& pm_;
@@ -136,6 +138,7 @@ class ExecServer::Connection {
   void m_grant(const json& id, const json& params);
   bool may_control(const json& id, Process& p, const char* what, bool input);
   void m_exec(const json& id, const std::string& tool, const json& params);
+  void on_response(const json& msg);
   json environment_info() const;
   json read_result(Process& p, std::uint64_t after_seq, std::size_t max_bytes) const;
   Process* process_or_error(const json& id, const json& params);
@@ -147,6 +150,7 @@ class ExecServer::Connection {
   bool initialize_replied_ = false;
   bool initialized_ = false;
   bool extensions_ = false;
+  bool approvals_ = false;  // the client answers approval/request
   bool waiting_for_drain_ = false;
   // exec/* calls still waiting: cancelled if the connection goes first (their replies
   // would otherwise reach a destroyed connection).

@@ -12,12 +12,15 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <thread>
 #include <unordered_set>
+
+#include <fmt/format.h>
 
 #include "base/log.h"
 
@@ -143,6 +146,69 @@ std::string own_cgroup2_dir(std::string* why) {
   return {};
 }
 
+// The cgroup v1 directory this process is in for `controller` ("<mount><path>"), or "".
+std::string own_cgroup1_dir(const std::string& controller, std::string* why) {
+  std::string mount, root;
+  std::istringstream mi(read_small("/proc/self/mountinfo", 1 << 20));
+  for (std::string line; std::getline(mi, line);) {
+    auto dash = line.find(" - ");
+    if (dash == std::string::npos || line.compare(dash + 3, 7, "cgroup ") != 0) continue;
+    std::istringstream tail(line.substr(dash + 3));
+    std::string fstype, source, options;
+    tail >> fstype >> source >> options;
+    std::istringstream opts(options);
+    bool has = false;
+    for (std::string o; std::getline(opts, o, ',');) has |= o == controller;
+    if (!has) continue;
+    std::istringstream f(line.substr(0, dash));
+    std::string id, parent, dev;
+    f >> id >> parent >> dev >> root >> mount;
+    break;
+  }
+  if (mount.empty()) {
+    *why = "no cgroup hierarchy has the " + controller + " controller";
+    return {};
+  }
+  std::istringstream cg(read_small("/proc/self/cgroup"));
+  for (std::string line; std::getline(cg, line);) {
+    auto c1 = line.find(':'), c2 = line.find(':', c1 + 1);
+    if (c1 == std::string::npos || c2 == std::string::npos) continue;
+    std::istringstream names(line.substr(c1 + 1, c2 - c1 - 1));
+    bool has = false;
+    for (std::string n; std::getline(names, n, ',');) has |= n == controller;
+    if (!has) continue;
+    std::string path = line.substr(c2 + 1);
+    if (root != "/" && path.rfind(root, 0) == 0) path = path.substr(root.size());
+    if (path == "/") path.clear();
+    return mount + path;
+  }
+  *why = "not in a " + controller + " cgroup";
+  return {};
+}
+
+bool has_word(const std::string& text, const std::string& word) {
+  std::istringstream in(text);
+  for (std::string w; in >> w;)
+    if (w == word) return true;
+  return false;
+}
+
+// The number after `key` in a flat-keyed cgroup file ("oom_kill 3"), or 0.
+std::uint64_t key_value(const std::string& text, std::string_view key) {
+  std::istringstream in(text);
+  for (std::string k; in >> k;) {
+    std::uint64_t v = 0;
+    if (!(in >> v)) {
+      in.clear();
+      continue;
+    }
+    if (k == key) return v;
+  }
+  return 0;
+}
+
+constexpr const char* kControllers[3] = {"memory", "pids", "cpu"};
+
 // Kills what a cgroup directory holds and removes it with its children; best effort.
 void remove_tree(const std::string& dir) {
   write_text(dir + "/cgroup.kill", "1");
@@ -211,7 +277,8 @@ Containment::Containment(base::ContainmentMode mode) {
   }
   // One subtree per Containment: a process may hold several managers (tests do).
   static std::atomic<unsigned> instances{0};
-  root_ = parent + "/uexec-" + std::to_string(::getpid()) + "-" + std::to_string(instances++);
+  instance_ = instances++;
+  root_ = parent + "/uexec-" + std::to_string(::getpid()) + "-" + std::to_string(instance_);
   remove_stale_in(parent);
   if (::mkdir(root_.c_str(), 0755) < 0 && errno == EEXIST) remove_tree(root_), ::mkdir(root_.c_str(), 0755);
   if (::access(root_.c_str(), F_OK) != 0) {
@@ -238,6 +305,9 @@ Containment::Containment(base::ContainmentMode mode) {
 }
 
 Containment::~Containment() {
+  sweep_retired();
+  for (auto& h : homes_)
+    if (!h.v1_dir.empty()) remove_tree(h.v1_dir);  // sessions are gone: nothing left in them
   if (!cgroups()) return;
   // Sessions killed their own groups as they went; this catches anything a failed kill left.
   write_text(root_ + "/cgroup.kill", "1");
@@ -291,6 +361,104 @@ std::unique_ptr<ContainmentGroup> Containment::make_group(const std::vector<std:
   }
   g->tier_ = ContainmentTier::kCgroup;
   return g;
+}
+
+Containment::ControllerHome& Containment::home(int controller) {
+  ControllerHome& h = homes_[controller];
+  if (h.probed) return h;
+  h.probed = true;
+  const std::string name = kControllers[controller];
+  if (cgroups()) {
+    // Available in our subtree once our cgroup's parent delegates it (the root always can).
+    if (!has_word(read_small(root_ + "/cgroup.controllers"), name)) {
+      std::string parent = root_.substr(0, root_.rfind('/'));
+      write_text(parent + "/cgroup.subtree_control", "+" + name);
+    }
+    if (has_word(read_small(root_ + "/cgroup.controllers"), name) &&
+        write_text(root_ + "/cgroup.subtree_control", "+" + name)) {
+      h.v2 = true;
+      UEXEC_LOG(kDebug, "limits: the {} controller in cgroup v2 under {}", name, root_);
+      return h;
+    }
+  }
+  std::string parent = own_cgroup1_dir(name, &h.why);
+  if (parent.empty()) return h;
+  remove_stale_in(parent);
+  std::string dir = parent + "/uexec-" + std::to_string(::getpid()) + "-" + std::to_string(instance_);
+  if (::mkdir(dir.c_str(), 0755) < 0 && errno == EEXIST) remove_tree(dir), ::mkdir(dir.c_str(), 0755);
+  if (::access((dir + "/cgroup.procs").c_str(), W_OK) != 0) {
+    h.why = "cannot make " + dir + ": " + std::strerror(errno);
+    ::rmdir(dir.c_str());
+    return h;
+  }
+  h.v1_dir = dir;
+  UEXEC_LOG(kDebug, "limits: the {} controller in cgroup v1 under {}", name, dir);
+  return h;
+}
+
+base::Result<std::unique_ptr<LimitGroup>> Containment::make_limits(const base::SessionLimits& limits,
+                                                                   ContainmentGroup* group, bool supervised) {
+  using base::Errc;
+  using base::Error;
+  sweep_retired();
+  std::unique_ptr<LimitGroup> lg(new LimitGroup(this));
+  const bool wanted[3] = {limits.memory_max_bytes.has_value(), limits.pids_max.has_value(), limits.cpu_max.has_value()};
+  const char* what[3] = {"a memory limit", "a pids limit", "a cpu limit"};
+  std::string v1_name;  // one name for the session in every v1 hierarchy
+  for (int c = 0; c < 3; ++c) {
+    if (!wanted[c]) continue;
+    ControllerHome& h = home(c);
+    LimitGroup::Dir d{c, false, {}, false, {}};
+    if (h.v2 && group && group->tier() == ContainmentTier::kCgroup && !supervised) {
+      d.v2 = true;
+      d.path = group->path_;
+    } else if (!h.v1_dir.empty()) {
+      if (v1_name.empty()) {
+        v1_name = "l" + std::to_string(next_++);
+        for (const auto& home : homes_)  // leftovers of a retired name: pick another
+          if (!home.v1_dir.empty() && ::access((home.v1_dir + "/" + v1_name).c_str(), F_OK) == 0) {
+            v1_name = "l" + std::to_string(next_++);
+            break;
+          }
+      }
+      d.path = h.v1_dir + "/" + v1_name;
+      if (::mkdir(d.path.c_str(), 0755) < 0)
+        return Error{Errc::kSystem, errno, fmt::format("{}: mkdir {}", what[c], d.path)};
+      d.owned = true;
+      d.procs.reset(::open((d.path + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+      if (!d.procs) {
+        int err = errno;
+        ::rmdir(d.path.c_str());
+        return Error{Errc::kSystem, err, fmt::format("{}: open {}/cgroup.procs", what[c], d.path)};
+      }
+    } else {
+      std::string why = h.why.empty() ? "the " + std::string(kControllers[c]) + " controller is not delegated" : h.why;
+      if (h.v2 && supervised) why = "a sandboxed session is not in its containment cgroup";
+      return Error{Errc::kUnsupported, 0, fmt::format("{} needs a cgroup controller the manager can use: {}", what[c], why)};
+    }
+    // The values, in each version's files.
+    std::vector<std::pair<std::string, std::string>> writes;
+    if (c == 0) {
+      std::string n = std::to_string(*limits.memory_max_bytes);
+      writes = {{d.v2 ? "memory.max" : "memory.limit_in_bytes", n}};
+    } else if (c == 1) {
+      writes = {{"pids.max", std::to_string(*limits.pids_max)}};
+    } else {
+      long quota = std::max(1000L, std::lround(*limits.cpu_max * 100000.0));
+      if (d.v2) writes = {{"cpu.max", fmt::format("{} 100000", quota)}};
+      else writes = {{"cpu.cfs_period_us", "100000"}, {"cpu.cfs_quota_us", std::to_string(quota)}};
+    }
+    std::string path = d.path;
+    lg->dirs_.push_back(std::move(d));  // removed with `lg` if a write fails
+    for (const auto& [file, value] : writes)
+      if (!write_text(path + "/" + file, value))
+        return Error{Errc::kSystem, errno, fmt::format("{}: write {} to {}/{}", what[c], value, path, file)};
+    if (c == 0) {  // no escape into swap, where there is swap accounting (best effort)
+      const bool v2 = lg->dirs_.back().v2;
+      write_text(path + (v2 ? "/memory.swap.max" : "/memory.memsw.limit_in_bytes"), v2 ? "0" : std::to_string(*limits.memory_max_bytes));
+    }
+  }
+  return lg;
 }
 
 void Containment::retire(std::string path) {
@@ -364,6 +532,38 @@ std::vector<LingeringProcess> ContainmentGroup::kill_all() {
     }
   }
   return out;
+}
+
+// ---- LimitGroup ----
+
+LimitGroup::~LimitGroup() {
+  for (auto& d : dirs_) {
+    d.procs.reset();
+    if (d.owned) owner_->retire(std::move(d.path));
+  }
+}
+
+std::vector<int> LimitGroup::join_fds() const {
+  std::vector<int> out;
+  for (const auto& d : dirs_)
+    if (d.procs) out.push_back(d.procs.get());
+  return out;
+}
+
+LimitEvents LimitGroup::events() const {
+  LimitEvents e;
+  for (const auto& d : dirs_) {
+    if (d.controller == 0) {
+      e.oom_kills += key_value(read_small(d.path + (d.v2 ? "/memory.events" : "/memory.oom_control")), "oom_kill");
+    } else if (d.controller == 1) {
+      e.pids_max_hits += key_value(read_small(d.path + "/pids.events"), "max");
+    } else if (d.v2) {
+      e.throttled_us += key_value(read_small(d.path + "/cpu.stat"), "throttled_usec");
+    } else {
+      e.throttled_us += key_value(read_small(d.path + "/cpu.stat"), "throttled_time") / 1000;  // ns
+    }
+  }
+  return e;
 }
 
 }  // namespace uexec::session

@@ -18,6 +18,16 @@
 //                  kills), in up to 3 sweeps.
 //
 // A session ending (`closed`) kills what is left and records it as lingering processes.
+//
+// Limits (base::SessionLimits: memory, pids, cpu) use the same cgroups, by controller:
+//   v2   the controller is (or can be) enabled in the subtree: the session's own cgroup
+//        gets memory.max, pids.max and cpu.max. Needs the cgroup tier.
+//   v1   a hybrid machine (this one: the controllers on systemd's v1 hierarchies, an empty
+//        v2): each controller's own hierarchy gets `uexec-<pid>-<n>` beside the manager's
+//        cgroup there and one directory per session below it (memory.limit_in_bytes,
+//        pids.max, cpu.cfs_quota_us). The session's first process joins them by writing
+//        "0" to their cgroup.procs, opened here (SpawnSpec::join_cgroups).
+// A session asking for a controller that neither has is refused, never run unlimited.
 // Loop thread only; the scans are synchronous and small (one file, or /proc's stat files).
 #pragma once
 
@@ -29,6 +39,7 @@
 #include <vector>
 
 #include "base/config.h"
+#include "base/result.h"
 #include "base/unique_fd.h"
 
 namespace uexec::session {
@@ -46,6 +57,7 @@ struct LingeringProcess {
 };
 
 class ContainmentGroup;
+class LimitGroup;
 
 // One per manager: the cgroup subtree, when there is one.
 class Containment {
@@ -65,9 +77,23 @@ class Containment {
   // A group for one session; `env` is the session's environment (for the tracked tier's
   // UEXEC_SESSION_ID marker). Falls back to a tracked group if the cgroup cannot be made.
   std::unique_ptr<ContainmentGroup> make_group(const std::vector<std::string>& env);
+  // The cgroup side of `limits` (memory, pids, cpu) for one session whose containment group
+  // is `group` (may be null); `supervised`: a sandbox's namespaces (not in `group`'s cgroup).
+  // kUnsupported, saying why, when a controller it needs is nowhere the manager can write.
+  base::Result<std::unique_ptr<LimitGroup>> make_limits(const base::SessionLimits& limits,
+                                                        ContainmentGroup* group, bool supervised);
 
  private:
   friend class ContainmentGroup;
+  friend class LimitGroup;
+  // Where one controller is: the v2 subtree, a v1 hierarchy (our directory there), or none.
+  struct ControllerHome {
+    bool probed = false;
+    bool v2 = false;
+    std::string v1_dir;  // "<mount><own path>/uexec-<pid>-<n>", made on first use
+    std::string why;     // why it is in neither
+  };
+  ControllerHome& home(int controller);
   void retire(std::string path);  // rmdir now, or later if it is still populated
   void sweep_retired();
   void remove_stale_in(const std::string& parent);  // subtrees of managers that died
@@ -75,7 +101,9 @@ class Containment {
   std::string root_;
   base::UniqueFd root_fd_;
   std::string why_not_;
+  unsigned instance_ = 0;  // the <n> of uexec-<pid>-<n>
   std::uint64_t next_ = 1;
+  ControllerHome homes_[3];  // memory, pids, cpu
   std::vector<std::string> retired_;  // emptied cgroups waiting for their last zombie
 };
 
@@ -107,6 +135,39 @@ class ContainmentGroup {
   base::UniqueFd dir_;       // the cgroup's directory
   std::string marker_;       // "UEXEC_SESSION_ID=<id>", or empty
   pid_t leader_ = -1;
+};
+
+// What the kernel did to a session under its limits (summed over its controllers).
+struct LimitEvents {
+  std::uint64_t oom_kills = 0;      // processes the OOM killer ended under memory_max_bytes
+  std::uint64_t pids_max_hits = 0;  // forks refused by pids_max
+  std::uint64_t throttled_us = 0;   // time cpu_max held it back
+};
+
+// One session's limit cgroups. Destroying it removes them (later, when killed processes are
+// still exiting).
+class LimitGroup {
+ public:
+  ~LimitGroup();
+  LimitGroup(const LimitGroup&) = delete;
+  LimitGroup& operator=(const LimitGroup&) = delete;
+
+  // cgroup.procs fds for SpawnSpec::join_cgroups.
+  std::vector<int> join_fds() const;
+  LimitEvents events() const;
+
+ private:
+  friend class Containment;
+  explicit LimitGroup(Containment* owner) : owner_(owner) {}
+  struct Dir {
+    int controller;
+    bool v2;
+    std::string path;
+    bool owned;  // made for this group (v1), not the containment group's cgroup (v2)
+    base::UniqueFd procs;
+  };
+  Containment* owner_;
+  std::vector<Dir> dirs_;
 };
 
 // Waits at most `max` for killed processes to be gone, reaping those that are our children

@@ -47,7 +47,8 @@ Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const po
   } else if (sessions_.count(id) != 0) {
     return Error::invalid("process id " + id + " is already in use");
   }
-  auto session = std::make_unique<Session>(*loop_, reaper_, config_, id, this, containment_.get());
+  auto session = std::make_unique<Session>(*loop_, reaper_, config_, id, this, containment_.get(),
+                                           config_.limits.merged(req.limits));
   if (auto r = session->start(attempt, req); !r) return std::move(r).error();
   if (!session->late_deny().empty() && session->mask_requests() >= 0) {
     // Deny-read files that appear later are masked too; a session that cannot be watched

@@ -1,6 +1,11 @@
 #include "session/session.h"
 
+#include <signal.h>
+
 #include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
 
 #include "base/check.h"
 #include "base/log.h"
@@ -13,14 +18,18 @@ using base::Error;
 using base::Result;
 
 Session::Session(loop::Loop& loop, pty::ChildReaper& reaper, const base::Config& config, SessionId id,
-                 SessionObserver* observer, Containment* containment)
+                 SessionObserver* observer, Containment* containment, base::SessionLimits limits)
     : loop_(&loop),
       reaper_(&reaper),
       config_(&config),
       id_(std::move(id)),
       observer_(observer),
       containment_(containment),
-      ring_(config.retain_bytes),
+      limits_(limits),
+      wall_(loop),
+      idle_(loop),
+      throttle_(loop),
+      ring_(limits.retain_bytes.value_or(config.retain_bytes)),
       drain_(loop),
       close_wait_(loop) {}
 
@@ -40,17 +49,30 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   opts.stdin_pipe = req.stdin_pipe;
   opts.read_burst_bytes = config_->read_burst_bytes;
   opts.stdin_queue_max = config_->stdin_queue_max;
-  if (spec->ns_flags != 0) {
+  const bool supervised = spec->ns_flags != 0;
+  if (supervised) {
     tier_ = ContainmentTier::kPidNamespace;  // the kernel empties it when its init goes
   } else if (containment_) {
     group_ = containment_->make_group(spec->env);
     tier_ = group_->tier();
     spec->cgroup_fd = group_->cgroup_fd();
   }
+  if (limits_.needs_cgroup()) {
+    if (!containment_)
+      return Error{Errc::kUnsupported, 0, "memory, pids and cpu limits need containment, which is off (UEXEC_CONTAINMENT)"};
+    auto lg = containment_->make_limits(limits_, group_.get(), supervised);
+    if (!lg) {
+      group_.reset();
+      return std::move(lg).error();
+    }
+    limit_group_ = std::move(lg).value();
+    spec->join_cgroups = limit_group_->join_fds();
+  }
   started_at_ = Clock::now();
   auto proc = pty::PtyProcess::start(*loop_, *reaper_, *spec, opts, *this);
   if (!proc) {
     group_.reset();
+    limit_group_.reset();
     return std::move(proc).error();
   }
   process_ = std::move(proc).value();
@@ -68,12 +90,57 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   argv_ = req.argv;
   late_deny_ = spec->late_deny;
   mask_requests_ = spec->mask_requests;
+  if (limits_.wall_timeout) {
+    long ms = limits_.wall_timeout->count();
+    wall_.start(*limits_.wall_timeout, [this, ms] { end_by_limit("timeout", fmt::format("a lifetime timeout of {} ms", ms)); });
+  }
+  arm_idle();
+  refilled_ = Clock::now();
+  if (limits_.output_bytes_per_sec) tokens_ = static_cast<double>(std::max<std::uint64_t>(*limits_.output_bytes_per_sec, base::kReadSlabSize));
   return {};
 }
 
 void Session::on_output(pty::Stream stream, std::span<const std::byte> bytes) {
   ring_.append(next_seq_++, stream, bytes);
+  arm_idle();
+  if (limits_.output_bytes_per_sec) meter_output(bytes.size());
 }
+
+// No output and no input for idle_timeout ends the session.
+void Session::arm_idle() {
+  if (!limits_.idle_timeout || exit_) return;
+  long ms = limits_.idle_timeout->count();
+  idle_.start(*limits_.idle_timeout, [this, ms] { end_by_limit("idleTimeout", fmt::format("an idle timeout of {} ms", ms)); });
+}
+
+void Session::end_by_limit(std::string limit, std::string message) {
+  if (exit_ || ended_by_) return;
+  UEXEC_LOG(kInfo, "session {}: ended by {}", id_, message);
+  ended_by_ = LimitEnd{std::move(limit), std::move(message)};
+  terminate();
+}
+
+// A token bucket holding at most one second of output (and at least one read): past it,
+// reading pauses until the deficit has been earned back, so the child blocks in write(2)
+// as it would on a slow terminal. Nothing is dropped.
+void Session::meter_output(std::size_t n) {
+  const double rate = static_cast<double>(*limits_.output_bytes_per_sec);
+  const double cap = std::max(rate, static_cast<double>(base::kReadSlabSize));
+  auto now = Clock::now();
+  tokens_ = std::min(cap, tokens_ + rate * std::chrono::duration<double>(now - refilled_).count());
+  refilled_ = now;
+  tokens_ -= static_cast<double>(n);
+  if (tokens_ >= 0 || throttle_.active() || !process_) return;
+  process_->pause_reading(pty::PtyProcess::kOutputRate);
+  throttled_since_ = now;
+  auto wait = std::chrono::milliseconds(static_cast<long>(std::ceil(-tokens_ * 1000.0 / rate)));
+  throttle_.start(wait, [this] {
+    output_throttled_ += std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - throttled_since_);
+    if (process_) process_->resume_reading(pty::PtyProcess::kOutputRate);
+  });
+}
+
+LimitEvents Session::limit_events() const { return limit_group_ ? limit_group_->events() : final_events_; }
 
 void Session::on_eof() {
   eof_ = true;
@@ -82,6 +149,11 @@ void Session::on_eof() {
 
 void Session::on_exit(const pty::ExitStatus& status) {
   exit_ = status;
+  wall_.stop();
+  idle_.stop();
+  if (limit_group_ && !ended_by_ && status.signal == SIGKILL && limit_group_->events().oom_kills > 0)
+    ended_by_ = LimitEnd{"memoryMax", fmt::format("a memory limit of {} bytes (the kernel's OOM killer)",
+                                                   limits_.memory_max_bytes.value_or(0))};
   // What the sandbox's init saw itself deny (seccomp), before the verdict is taken.
   if (process_ && denial_log_) {
     for (const auto& r : process_->supervisor_records()) {
@@ -140,10 +212,17 @@ void Session::advance() {
 
 // The session is over: nothing it started may outlive it (agent-semantics.md §5.2).
 const std::vector<LingeringProcess>& Session::kill_lingering() {
-  if (!group_ || contained_) return lingering_;
+  if (limit_group_) {  // after the kill below nothing more can happen under the limits
+    final_events_ = limit_group_->events();
+  }
+  if (!group_ || contained_) {
+    limit_group_.reset();
+    return lingering_;
+  }
   contained_ = true;
   lingering_ = group_->kill_all();
   group_.reset();  // its fd and cgroup go now, not when the session record does
+  limit_group_.reset();
   for (const auto& l : lingering_)
     UEXEC_LOG(kDebug, "session {}: {} lingering process {} ({})", id_, l.killed ? "killed" : "could not kill", l.pid,
               l.command);
@@ -167,7 +246,9 @@ void Session::hang_up() {
 
 Result<void> Session::write(std::span<const std::byte> bytes) {
   if (!process_) return Error{Errc::kClosed, 0, "write: session " + id_ + " is not started"};
-  return process_->write(bytes);
+  auto r = process_->write(bytes);
+  if (r) arm_idle();
+  return r;
 }
 
 Result<void> Session::write(std::string_view text) {

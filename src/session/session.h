@@ -14,6 +14,10 @@
 // A hang-up reads what the kernel still buffers before closing, so no written byte is lost.
 // When it finishes, whatever its command left running (`setsid -f`, `nohup … &`, a daemon) is
 // killed through its containment group and recorded as lingering (containment.h).
+// Limits (base::SessionLimits) act here: a wall-clock and an idle timer terminate it (with
+// the reason kept in ended_by()), an output rate pauses reading as a slow terminal would,
+// and the cgroup side (memory, pids, cpu) is a LimitGroup (containment.h) the child joins;
+// an OOM kill under memory_max_bytes is reported as the reason too.
 // The Session never deletes itself: it tells its observer (the ProcessManager), which
 // erases it later. Loop thread only.
 #pragma once
@@ -40,6 +44,13 @@ namespace uexec::session {
 using SessionId = std::string;
 using Clock = std::chrono::steady_clock;
 
+// Which limit ended a session. `limit`: "timeout", "idleTimeout" or "memoryMax"; `message`
+// says it for people: "a lifetime timeout of 2000 ms" (agent-semantics.md §5.3's killed-by).
+struct LimitEnd {
+  std::string limit;
+  std::string message;
+};
+
 // How the session ended, decided once.
 struct Verdict {
   pty::ExitStatus status;
@@ -60,9 +71,10 @@ class SessionObserver {
 
 class Session final : public pty::ProcessListener {
  public:
-  // `containment` may be null (no containment); it must outlive the session.
+  // `containment` may be null (no containment); it must outlive the session. `limits` are
+  // the session's own (Config::limits merged with its request's).
   Session(loop::Loop& loop, pty::ChildReaper& reaper, const base::Config& config, SessionId id,
-          SessionObserver* observer, Containment* containment = nullptr);
+          SessionObserver* observer, Containment* containment = nullptr, base::SessionLimits limits = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -100,6 +112,13 @@ class Session final : public pty::ProcessListener {
   ContainmentTier containment_tier() const noexcept { return tier_; }
   // What was still running when the session finished, and was killed then.
   const std::vector<LingeringProcess>& lingering() const noexcept { return lingering_; }
+  const base::SessionLimits& limits() const noexcept { return limits_; }
+  // The limit that ended it (set when its timer fired, or at the reap for an OOM kill).
+  const std::optional<LimitEnd>& ended_by() const noexcept { return ended_by_; }
+  // What the kernel did under the cgroup limits (final once `closed`), and how long the
+  // output rate held reading back.
+  LimitEvents limit_events() const;
+  std::chrono::milliseconds output_throttled() const noexcept { return output_throttled_; }
   // Kills the session's descendants now (once; finishing does it too) and says who they were.
   const std::vector<LingeringProcess>& kill_lingering();
   // The session's processes alive now other than the leader (not killed), e.g. the
@@ -136,6 +155,9 @@ class Session final : public pty::ProcessListener {
   void advance();
   void hang_up();
   void feed_screen();
+  void arm_idle();
+  void end_by_limit(std::string limit, std::string message);
+  void meter_output(std::size_t n);
 
   loop::Loop* loop_;
   pty::ChildReaper* reaper_;
@@ -144,6 +166,14 @@ class Session final : public pty::ProcessListener {
   SessionObserver* observer_;
   Containment* containment_;
   std::unique_ptr<ContainmentGroup> group_;
+  base::SessionLimits limits_;
+  std::unique_ptr<LimitGroup> limit_group_;
+  LimitEvents final_events_;  // limit_group_'s, kept when it goes
+  std::optional<LimitEnd> ended_by_;
+  loop::Timer wall_, idle_, throttle_;
+  double tokens_ = 0;                     // output rate: the bucket, in bytes
+  Clock::time_point refilled_{}, throttled_since_{};
+  std::chrono::milliseconds output_throttled_{0};
   ContainmentTier tier_ = ContainmentTier::kNone;
   std::vector<LingeringProcess> lingering_;
   bool contained_ = false;  // the group was killed

@@ -2,8 +2,13 @@
 
 #include <libwebsockets.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
+#include <fmt/core.h>
+
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -52,17 +57,6 @@ std::string header(struct lws* wsi, enum lws_token_indexes h) {
   return s;
 }
 
-// An Origin is acceptable when it names a loopback host.
-bool loopback_origin(const std::string& origin) {
-  for (const char* prefix : {"http://127.0.0.1", "http://localhost", "http://[::1]", "https://127.0.0.1",
-                             "https://localhost", "https://[::1]"})
-    if (origin.rfind(prefix, 0) == 0) {
-      char next = origin.size() > std::strlen(prefix) ? origin[std::strlen(prefix)] : '\0';
-      if (next == '\0' || next == ':' || next == '/') return true;
-    }
-  return false;
-}
-
 // The web page's files: a fixed list (no path from the request ever reaches the file system).
 struct PageFile {
   const char* uri;
@@ -91,6 +85,35 @@ int http_text(struct lws* wsi, unsigned status, std::string_view body) {
   return lws_http_transaction_completed(wsi) ? -1 : 0;
 }
 
+// Answers a refused upgrade with `status` and a plain-text `body` while the request is still
+// HTTP (LWS_CALLBACK_HTTP_CONFIRM_UPGRADE): 1 when sent (lws then completes the transaction),
+// -1 to just hang up when even that failed.
+int refuse_upgrade(struct lws* wsi, unsigned status, std::string_view body, bool bearer_challenge) {
+  unsigned char buf[LWS_PRE + 1024];
+  unsigned char* p = buf + LWS_PRE;
+  unsigned char* end = buf + sizeof buf;
+  if (lws_add_http_common_headers(wsi, status, "text/plain; charset=utf-8", body.size(), &p, end)) return -1;
+  if (bearer_challenge) {
+    static constexpr std::string_view kChallenge = "Bearer realm=\"uexec\"";
+    if (lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_WWW_AUTHENTICATE,
+                                     reinterpret_cast<const unsigned char*>(kChallenge.data()),
+                                     static_cast<int>(kChallenge.size()), &p, end))
+      return -1;
+  }
+  if (lws_finalize_write_http_header(wsi, buf + LWS_PRE, &p, end)) return -1;
+  std::vector<unsigned char> out(LWS_PRE + body.size());
+  std::memcpy(out.data() + LWS_PRE, body.data(), body.size());
+  if (lws_write(wsi, out.data() + LWS_PRE, body.size(), LWS_WRITE_HTTP_FINAL) < static_cast<int>(body.size()))
+    return -1;
+  return 1;
+}
+
+// Why an upgrade is refused: an HTTP status and the text that says so (status 0: not refused).
+struct Refusal {
+  unsigned status = 0;
+  std::string body;
+};
+
 bool token_ok(struct lws* wsi, const std::string& token) {
   if (token.empty()) return true;
   std::string auth = header(wsi, WSI_TOKEN_HTTP_AUTHORIZATION);
@@ -107,6 +130,36 @@ bool token_ok(struct lws* wsi, const std::string& token) {
     pos = comma + 1;
   }
   return false;
+}
+
+// Who may open the WebSocket (protocol.md §8): a browser page of an accepted origin (403
+// otherwise; checked first, as the browser's own identity), then anyone with the token (401).
+Refusal check_upgrade(struct lws* wsi, const WsServer& server) {
+  const WsOptions& o = server.options();
+  std::string origin = header(wsi, WSI_TOKEN_ORIGIN);
+  if (!origin.empty() && !origin_allowed(origin, server.port(), o.allowed_origins)) {
+    // The origin is the peer's text: cut it, it goes into our log and our answer.
+    std::string shown = origin.substr(0, 200);
+    std::string accepted = fmt::format("http://127.0.0.1:{0}, http://localhost:{0}, http://[::1]:{0}", server.port());
+    for (const auto& a : o.allowed_origins) accepted += ", " + a;
+    return {HTTP_STATUS_FORBIDDEN,
+            fmt::format("403 Forbidden: this uexec WebSocket does not accept pages from the origin {}.\n"
+                        "Accepted origins: {}.\n"
+                        "To let that page in, restart the server with --allow-origin {}\n",
+                        shown, accepted, shown)};
+  }
+  if (!token_ok(wsi, o.token)) {
+    bool sent = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_AUTHORIZATION) > 0 ||
+                header(wsi, WSI_TOKEN_PROTOCOL).find("uexec.auth.") != std::string::npos;
+    return {HTTP_STATUS_UNAUTHORIZED,
+            fmt::format("401 Unauthorized: {}.\n"
+                        "Send the token as the header `Authorization: Bearer <token>`, or (from a browser) offer the\n"
+                        "WebSocket subprotocols `uexec.v1` and `uexec.auth.<token>`.\n"
+                        "{}\n",
+                        sent ? "the token sent does not match this server's" : "this uexec WebSocket needs a token",
+                        o.token_hint.empty() ? "The token is the one this server was started with." : o.token_hint)};
+  }
+  return {};
 }
 
 void flush_below(WsServer::Conn* c) {
@@ -150,18 +203,17 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
       }
       return http_text(wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
     }
-    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION: {
-      std::string origin = header(wsi, WSI_TOKEN_ORIGIN);
-      if (!origin.empty() && !loopback_origin(origin)) {
-        UEXEC_LOG(kWarn, "refusing a WebSocket upgrade from origin {}", origin);
-        return 1;
-      }
-      if (!token_ok(wsi, self->options().token)) {
-        UEXEC_LOG(kWarn, "refusing a WebSocket upgrade without a valid token");
-        return 1;
-      }
-      return 0;
+    case LWS_CALLBACK_HTTP_CONFIRM_UPGRADE: {
+      // Still HTTP here, so a refusal gets a status line and a reason instead of a reset.
+      Refusal r = check_upgrade(wsi, *self);
+      if (r.status == 0) return 0;
+      UEXEC_LOG(kWarn, "refusing a WebSocket upgrade ({}): {}", r.status, r.body.substr(0, r.body.find('\n')));
+      return refuse_upgrade(wsi, r.status, r.body, r.status == HTTP_STATUS_UNAUTHORIZED);
     }
+    case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
+      // The same checks again, should an upgrade ever arrive by a path without CONFIRM_UPGRADE:
+      // too late for an answer, so the connection is just dropped.
+      return check_upgrade(wsi, *self).status == 0 ? 0 : 1;
     case LWS_CALLBACK_ESTABLISHED: {
       auto* c = new WsServer::Conn();
       c->owner = self;
@@ -268,6 +320,63 @@ std::string new_token() {
   return out;
 }
 
+bool is_loopback_host(std::string_view host) {
+  std::string h(host);
+  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  for (auto& ch : h) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (h == "localhost") return true;
+  in_addr v4{};
+  if (::inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, h.c_str(), &v6) == 1)
+    return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
+  return false;
+}
+
+Result<std::string> parse_allowed_origin(std::string_view origin) {
+  std::string o(origin);
+  if (o == "*")
+    return Error::invalid(
+        "--allow-origin * is not accepted: the Origin check is what keeps the web pages open in your browser "
+        "from driving this server (cross-site WebSocket hijacking), so each origin must be named exactly, "
+        "e.g. --allow-origin https://example.com");
+  if (o == "null")
+    return Error::invalid("--allow-origin null is not accepted: sandboxed iframes and file:// pages of any site "
+                          "send `null`, so it would let any of them in");
+  for (auto& ch : o) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  std::string scheme;
+  if (o.rfind("http://", 0) == 0) scheme = "http";
+  else if (o.rfind("https://", 0) == 0) scheme = "https";
+  else return Error::invalid("--allow-origin " + std::string(origin) + ": an origin is http://HOST[:PORT] or https://HOST[:PORT]");
+  std::string authority = o.substr(scheme.size() + 3);
+  if (!authority.empty() && authority.back() == '/') authority.pop_back();  // "https://example.com/"
+  if (authority.empty() || authority.find_first_of("/?#@ \\") != std::string::npos)
+    return Error::invalid("--allow-origin " + std::string(origin) +
+                          ": an origin is only scheme://HOST[:PORT], without a path, query or user");
+  std::string host = authority, port;
+  auto colon = authority.rfind(':');
+  if (colon != std::string::npos && authority.find(']', colon) == std::string::npos) {
+    host = authority.substr(0, colon);
+    port = authority.substr(colon + 1);
+    if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos ||
+        std::stoi(port) == 0 || std::stoi(port) > 65535)
+      return Error::invalid("--allow-origin " + std::string(origin) + ": the port must be 1-65535");
+  }
+  if (host.empty()) return Error::invalid("--allow-origin " + std::string(origin) + ": no host");
+  // Browsers leave the scheme's default port out of Origin.
+  if ((scheme == "http" && port == "80") || (scheme == "https" && port == "443")) port.clear();
+  return scheme + "://" + host + (port.empty() ? "" : ":" + port);
+}
+
+bool origin_allowed(std::string_view origin, int port, const std::vector<std::string>& allowed) {
+  auto o = parse_allowed_origin(origin);
+  if (!o) return false;
+  for (const auto& a : allowed)
+    if (*o == a) return true;
+  std::string suffix = port == 80 ? "" : ":" + std::to_string(port);
+  return *o == "http://127.0.0.1" + suffix || *o == "http://localhost" + suffix || *o == "http://[::1]" + suffix;
+}
+
 WsServer::WsServer(loop::Loop& loop, rpc::ExecServer& server, WsOptions options)
     : loop_(loop), server_(server), opts_(std::move(options)) {}
 
@@ -293,6 +402,9 @@ Result<void> WsServer::start() {
   std::memset(&info, 0, sizeof info);
   void* loops[] = {loop_.get()};
   info.port = opts_.port == 0 ? CONTEXT_PORT_NO_LISTEN_SERVER : opts_.port;
+  // lws binds an interface name or an address, never a host name ("localhost" would be taken
+  // for an interface that does not exist). lws keeps the pointer: opts_ outlives the context.
+  if (opts_.host == "localhost") opts_.host = "127.0.0.1";
   info.iface = opts_.host.c_str();
   info.protocols = kProtocols;
   // Security headers are ours (see the page files): lws's defaults forbid the inline styles

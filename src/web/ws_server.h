@@ -2,13 +2,19 @@
 // mode, no second thread), one JSON-RPC message per text frame into an ordinary
 // rpc::ExecServer::Connection.
 //
-// Security (protocol.md §8): it binds to loopback unless told otherwise; an upgrade must
-// carry the token (`Authorization: Bearer <token>`, or the subprotocol
-// `uexec.auth.<token>` that browsers can send) and, when it has an Origin, a loopback one;
-// anything else is refused before the upgrade. `GET /readyz` answers `200 ok` without a
-// token. The web terminal's page (src/web/page: index.html, app.js, style.css and the xterm.js
-// files from its node_modules) is served from a fixed list of paths, without a token: it holds
-// no secret, and the WebSocket it opens needs one. Fragments are reassembled; a binary message gets a parse error and the connection
+// Security (protocol.md §8): the front doors bind it to loopback unless given --allow-remote
+// (is_loopback_host). An upgrade is checked before it happens, in
+// LWS_CALLBACK_HTTP_CONFIRM_UPGRADE, while it is still plain HTTP and can get a real answer:
+//   an Origin that is not ours      → 403 Forbidden, naming the origin
+//   no token, or the wrong one      → 401 Unauthorized, saying how to send it and where it is
+// "Ours" is http://127.0.0.1:<port>, http://localhost:<port>, http://[::1]:<port> and the
+// exact --allow-origin entries; a client without Origin (not a browser) needs only the token.
+// The token rides as `Authorization: Bearer <token>`, or as the subprotocol
+// `uexec.auth.<token>` that browsers can send next to `uexec.v1`; it is compared in constant
+// time. `GET /readyz` answers `200 ok` without a token. The web terminal's page (src/web/page:
+// index.html, app.js, style.css and the xterm.js files from its node_modules) is served from a
+// fixed list of paths, without a token: it holds no secret, and the WebSocket it opens needs
+// one. Fragments are reassembled; a binary message gets a parse error and the connection
 // stays open. Outbound messages wait in a per-connection queue that the ExecServer sees
 // through Peer::queued, so its watermarks apply here too.
 //
@@ -19,6 +25,8 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "base/result.h"
 #include "loop/loop.h"
@@ -32,6 +40,8 @@ struct WsOptions {
   std::string host = "127.0.0.1";
   int port = 8022;                 // 0: pick a free port (see port())
   std::string token;               // empty: no token required (exec-server on loopback)
+  std::string token_hint;          // where a client finds the token, for the 401 text
+  std::vector<std::string> allowed_origins;  // exact origins beyond loopback (parse_allowed_origin)
   std::size_t max_message_bytes = 16u << 20;
   std::string web_root;            // the web page's directory (index.html, node_modules/…); empty: none
 };
@@ -70,5 +80,16 @@ class WsServer {
 
 // A fresh random token: 256 bits, base64url without padding.
 std::string new_token();
+
+// True for a loopback listen address: 127.0.0.0/8, ::1 (bracketed or not), localhost.
+bool is_loopback_host(std::string_view host);
+
+// An --allow-origin value as the server compares it: `scheme://host[:port]`, scheme http or
+// https, lower case, no path. `*`, `null` and anything else get an Error saying why.
+[[nodiscard]] base::Result<std::string> parse_allowed_origin(std::string_view origin);
+
+// Whether a browser page at `origin` may open this server's WebSocket: one of the loopback
+// origins on `port`, or an exact entry of `allowed` (as parse_allowed_origin returns them).
+bool origin_allowed(std::string_view origin, int port, const std::vector<std::string>& allowed);
 
 }  // namespace uexec::web

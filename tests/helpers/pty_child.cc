@@ -150,9 +150,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "grandchild-holds") {
+    // Survive the hang-up when we exit: only the test's kill ends the grandchild. Ignored
+    // before the fork, or our exit's SIGHUP can reach it before it runs at all.
+    ::signal(SIGHUP, SIG_IGN);
     pid_t gc = ::fork();
     if (gc == 0) {
-      ::signal(SIGHUP, SIG_IGN);  // survive the hang-up: only the test's kill ends it
       ::sleep(30);
       std::_Exit(0);
     }

@@ -109,7 +109,11 @@ class WsPeer extends Peer {
   async open() {
     if (this.ws.readyState === WebSocket.OPEN) return true;
     try {
-      await Promise.race([once(this.ws, "open"), once(this.ws, "unexpected-response").then(() => { throw new Error("refused"); }),
+      await Promise.race([once(this.ws, "open"), once(this.ws, "unexpected-response").then(([req, res]) => {
+                            this.status = res.statusCode;  // the HTTP answer to a refused upgrade
+                            req.destroy();
+                            throw new Error("refused");
+                          }),
                           once(this.ws, "close").then(() => { throw new Error("closed"); })]);
       return true;
     } catch { return false; }
@@ -456,9 +460,9 @@ check("serve listens on WebSocket", wsPort > 0, serveErr);
 {
   const url = `ws://127.0.0.1:${wsPort}/`;
   const noToken = new WsPeer(url, "");
-  check("[ws] an upgrade without the token is refused", !(await noToken.open()));
+  check("[ws] an upgrade without the token is refused with 401", !(await noToken.open()) && noToken.status === 401, String(noToken.status));
   const badOrigin = new WsPeer(url, token, { ws: { origin: "http://evil.example" } });
-  check("[ws] a foreign Origin is refused", !(await badOrigin.open()));
+  check("[ws] a foreign Origin is refused with 403", !(await badOrigin.open()) && badOrigin.status === 403, String(badOrigin.status));
   const viaProto = new WsPeer(url, "", { protocols: ["uexec.v1", `uexec.auth.${token}`] });
   check("[ws] the token as a browser subprotocol", await viaProto.open());
   check("[ws] the server selects uexec.v1", viaProto.ws.protocol === "uexec.v1", viaProto.ws.protocol);

@@ -5,6 +5,10 @@
 // --shutdown-grace-ms N: SIGTERM first, then N ms), the children are reaped and the server
 // exits 0. SIGTERM/SIGINT end everything with the default grace. stdout carries only
 // protocol messages; diagnostics go to stderr.
+//
+// `--listen ws://IP:PORT` serves the same over WebSocket (Codex's `--listen ws://`): loopback
+// only unless --allow-remote, which needs a token (UEXEC_WS_TOKEN); browser origins are the
+// loopback ones plus --allow-origin entries; a dropped connection detaches its session.
 #include <signal.h>
 #include <unistd.h>
 
@@ -35,19 +39,28 @@ int cmd_exec_server(const std::vector<std::string>& args) {
   std::string listen = "stdio";
   long grace_ms = -1;
   SandboxFlags sandbox;
+  WsFlags ws_flags;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (sandbox.consume(args, i)) continue;
+    if (ws_flags.consume(args, i)) continue;
     if (args[i] == "--listen" && i + 1 < args.size()) {
       listen = args[++i];
     } else if (args[i] == "--shutdown-grace-ms" && i + 1 < args.size()) {
       grace_ms = std::atol(args[++i].c_str());
     } else if (args[i] == "-h" || args[i] == "--help") {
       std::fputs(
-          "usage: uexec exec-server [--listen stdio] [--shutdown-grace-ms N]\n"
+          "usage: uexec exec-server [--listen stdio | --listen ws://IP:PORT [--allow-origin ORIGIN]...\n"
+          "                         [--allow-remote]] [--shutdown-grace-ms N] [--sandbox MODE ...]\n"
           "  The Codex exec-server protocol (process/*, environment/*) plus uexec's extensions,\n"
           "  one JSON-RPC message per line on stdin/stdout. A Codex client works unchanged.\n"
-          "  process/start takes its own `sandbox`; these set the default for exec/* (the agent tools):\n",
+          "  --listen ws://IP:PORT serves it over WebSocket instead (port 0 picks one; the URL is\n"
+          "  printed on stdout). Set UEXEC_WS_TOKEN to require that token (`Authorization: Bearer\n"
+          "  <token>` or the subprotocol `uexec.auth.<token>`; without it: 401, from a page of\n"
+          "  another origin: 403). With --listen ws://:\n",
           stdout);
+      std::fputs(WsFlags::kHelp, stdout);
+      std::fputs("  process/start takes its own `sandbox`; these set the default for exec/* (the agent tools):\n",
+                 stdout);
       std::fputs(SandboxFlags::kHelp, stdout);
       return 0;
     } else {
@@ -64,10 +77,33 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     std::fprintf(stderr, "uexec exec-server: --listen takes stdio or ws://IP:PORT, not %s\n", listen.c_str());
     return kExitUsage;
   }
+  if (!ws && (ws_flags.allow_remote || !ws_flags.allow_origins.empty())) {
+    std::fputs("uexec exec-server: --allow-origin and --allow-remote apply to --listen ws:// only\n", stderr);
+    return kExitUsage;
+  }
 #if !UEXEC_HAVE_LWS
   if (ws) {
     std::fputs("uexec exec-server: this build has no WebSocket support (libwebsockets-dev was missing)\n", stderr);
     return kExitUsage;
+  }
+#else
+  // The WebSocket listener's address, token and flags are checked before anything starts.
+  web::WsOptions wo;
+  if (ws) {
+    if (!split_host_port(listen.substr(5), 0, &wo.host, &wo.port)) {
+      std::fprintf(stderr, "uexec exec-server: --listen takes ws://IP:PORT (e.g. ws://127.0.0.1:0), not %s\n",
+                   listen.c_str());
+      return kExitUsage;
+    }
+    if (const char* t = std::getenv("UEXEC_WS_TOKEN")) wo.token = t;
+    wo.token_hint = "It is the UEXEC_WS_TOKEN that `uexec exec-server` was started with.";
+    if (sandbox.profile && wo.token.empty()) {
+      // A sandboxed command with the network on could reach this port and start itself a
+      // process without the sandbox: a sandbox needs an authenticated listener.
+      std::fputs("uexec exec-server: --sandbox with --listen ws:// needs UEXEC_WS_TOKEN\n", stderr);
+      return kExitUsage;
+    }
+    if (!apply_ws_flags(ws_flags, wo, "uexec exec-server")) return kExitUsage;
   }
 #endif
   std::vector<std::string> env = process_environment();
@@ -80,26 +116,12 @@ int cmd_exec_server(const std::vector<std::string>& args) {
   if (grace_ms > 0) cfg.terminate_grace = std::chrono::milliseconds{grace_ms};
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, env, cwd);
-  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend);
+  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend, sandbox.approval);
   rpc::ExecServerOptions opts;
   opts.daemon = ws;  // over WebSocket a dropped connection detaches its session (resume within the TTL)
   auto server = std::make_unique<rpc::ExecServer>(*pm, exec.get(), env, cwd, opts);
 #if UEXEC_HAVE_LWS
   if (ws) {
-    std::string hostport = listen.substr(5);
-    while (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
-    auto colon = hostport.rfind(':');
-    web::WsOptions wo;
-    wo.host = colon == std::string::npos ? hostport : hostport.substr(0, colon);
-    if (!wo.host.empty() && wo.host.front() == '[') wo.host = wo.host.substr(1, wo.host.size() - 2);
-    wo.port = colon == std::string::npos ? 0 : std::atoi(hostport.substr(colon + 1).c_str());
-    if (const char* t = std::getenv("UEXEC_WS_TOKEN")) wo.token = t;
-    if (sandbox.profile && wo.token.empty()) {
-      // A sandboxed command with the network on could reach this port and start itself a
-      // process without the sandbox: a sandbox needs an authenticated listener.
-      std::fputs("uexec exec-server: --sandbox with --listen ws:// needs UEXEC_WS_TOKEN\n", stderr);
-      return kExitUsage;
-    }
     auto wss_owner = std::make_unique<web::WsServer>(loop, *server, wo);
     web::WsServer& wss = *wss_owner;
     if (auto r = wss.start(); !r) {
@@ -107,8 +129,10 @@ int cmd_exec_server(const std::vector<std::string>& args) {
       return kExitInternal;
     }
     // Codex prints its URL on stdout; so do we, for clients that read it.
-    std::printf("ws://%s:%d\n", wo.host.c_str(), wss.port());
+    bool v6 = wo.host.find(':') != std::string::npos;
+    std::printf("ws://%s%s%s:%d\n", v6 ? "[" : "", wo.host.c_str(), v6 ? "]" : "", wss.port());
     std::fflush(stdout);
+    warn_if_remote(wo, wss.port(), "uexec exec-server");
     bool stopping_ws = false;
     auto ws_watchers = on_stop_signals(loop, [&] {
       if (stopping_ws) return;

@@ -1,13 +1,19 @@
-// cmd_mcp.cc: `uexec mcp`: an MCP server on stdio with its own ProcessManager.
+// cmd_mcp.cc: `uexec mcp`: an MCP server on stdio, with its own ProcessManager or, with
+// --connect, with its sessions in the running daemon.
 //
-// The server owns its sessions: on stdin EOF (the client went away), SIGTERM or SIGINT it
-// terminates every session with the usual escalation, flushes what it still has to say,
-// and exits 0. Diagnostics go to stderr only; stdout carries protocol messages.
+// Alone, the server owns its sessions: on stdin EOF (the client went away), SIGTERM or SIGINT
+// it terminates every session with the usual escalation, flushes what it still has to say,
+// and exits 0. With --connect [SOCKET] it relays each tool call to `uexec serve` (McpRelay):
+// the sessions are the daemon's, so they outlive this process and other clients of the daemon
+// can find them; on stdin EOF it just closes its connection and exits 0. A daemon it cannot reach
+// at start is an error (exit 125). Diagnostics go to stderr only; stdout carries protocol
+// messages.
 #include <signal.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,8 +21,10 @@
 #include "agent/exec_service.h"
 #include "loop/loop.h"
 #include "loop/signal_watcher.h"
-#include "rpc/mcp_server.h"
 #include "rpc/line_channel.h"
+#include "rpc/mcp_relay.h"
+#include "rpc/mcp_server.h"
+#include "rpc/unix_server.h"
 #include "session/process_manager.h"
 #include "tools/uexec/commands.h"
 #include "tools/uexec/front_door.h"
@@ -25,27 +33,122 @@ extern char** environ;
 
 namespace uexec::cli {
 
+namespace {
+
+constexpr const char* kUsage =
+    "usage: uexec mcp [--sandbox MODE [--writable DIR]... [--deny-read GLOB]... [--network on|off]]\n"
+    "       uexec mcp --connect [SOCKET]\n"
+    "  An MCP server on stdin/stdout (JSON-RPC 2.0, one message per line) with the tools\n"
+    "  exec_command, write_stdin, list_sessions, kill_session and read_output.\n"
+    "  Register it with an MCP client, e.g.:  claude mcp add uexec -- uexec mcp --sandbox workspace-write\n"
+    "  Alone it runs its own sessions and ends them when its client goes away. With --connect\n"
+    "  the sessions live in the running daemon (`uexec serve`, at SOCKET, or unix:SOCKET;\n"
+    "  default $UEXEC_SOCKET, else the daemon's default socket): they outlive this process, other\n"
+    "  MCP clients of the daemon list them, and the daemon's own --sandbox applies to them.\n"
+    "  Progress (notifications/progress) is relayed; a cancelled call's reply is dropped, but\n"
+    "  the daemon's wait runs to its end.\n";
+
+// `uexec mcp --connect`: MCP on stdio, tool calls relayed to the daemon at `socket_path`.
+int run_connected(const std::string& socket_path) {
+  // A daemon that closes its end under a pending write must be an EOF to handle, not a signal
+  // that ends us (here no PtyProcess has set SIGPIPE aside for us).
+  ::signal(SIGPIPE, SIG_IGN);
+  loop::Loop loop;
+  rpc::LineChannel channel(loop, 0, 1);
+  rpc::McpRelay relay(loop, socket_path, [&](std::string msg) { channel.send(std::move(msg)); });
+  int code = 0;
+  bool stopping = false;
+  auto stop = [&] {
+    if (stopping) return;
+    stopping = true;
+    channel.stop_reading();
+    relay.stop();  // the sessions stay in the daemon
+    channel.when_flushed([&] { loop.stop(); });
+  };
+  channel.on_line = [&](std::string_view line) { relay.handle_line(line); };
+  channel.on_oversize = [&](std::size_t limit) { relay.handle_oversize(limit); };
+  channel.on_eof = stop;
+  auto watchers = on_stop_signals(loop, stop);
+  // The client's messages are read only once the daemon has accepted us, so a daemon that is
+  // not there is a start-up error, not a stream of failed calls.
+  auto started = relay.start([&](base::Result<void> ready) {
+    if (!ready) {
+      std::fprintf(stderr, "uexec mcp: %s\n", ready.error().message().c_str());
+      code = kExitInternal;
+      stopping = true;
+      relay.stop();
+      loop.stop();
+      return;
+    }
+    if (auto r = channel.start(); !r) {
+      std::fprintf(stderr, "uexec mcp: %s\n", r.error().message().c_str());
+      code = kExitInternal;
+      stopping = true;
+      relay.stop();
+      loop.stop();
+    }
+  });
+  if (!started) {
+    std::fprintf(stderr,
+                 "uexec mcp: %s\n"
+                 "  Start the daemon with `uexec serve`, or name its socket: uexec mcp --connect SOCKET\n",
+                 started.error().message().c_str());
+    return kExitInternal;
+  }
+  loop.run();
+  watchers.clear();
+  return code;
+}
+
+}  // namespace
+
 int cmd_mcp(const std::vector<std::string>& args) {
   SandboxFlags sandbox;
+  bool connect = false;
+  std::string socket_path;
   for (std::size_t i = 0; i < args.size(); ++i) {
     const auto& a = args[i];
     if (a == "-h" || a == "--help") {
-      std::fputs(
-          "usage: uexec mcp [--sandbox MODE [--writable DIR]... [--deny-read GLOB]... [--network on|off]]\n"
-          "  An MCP server on stdin/stdout (JSON-RPC 2.0, one message per line) with the tools\n"
-          "  exec_command, write_stdin, list_sessions, kill_session and read_output.\n"
-          "  Register it with an MCP client, e.g.:  claude mcp add uexec -- uexec mcp --sandbox workspace-write\n",
-          stdout);
+      std::fputs(kUsage, stdout);
       std::fputs(SandboxFlags::kHelp, stdout);
       return 0;
     }
+    if (a == "--connect" || a.rfind("--connect=", 0) == 0) {
+      connect = true;
+      if (a.size() > 10) socket_path = a.substr(10);
+      else if (i + 1 < args.size() && !args[i + 1].empty() && args[i + 1][0] != '-') socket_path = args[++i];
+      continue;
+    }
     if (sandbox.consume(args, i)) continue;
-    std::fprintf(stderr, "uexec mcp: unknown option %s (--connect comes with the daemon)\n", a.c_str());
+    std::fprintf(stderr, "uexec mcp: unknown option %s\n%s", a.c_str(), kUsage);
     return kExitUsage;
   }
-  if (!sandbox.finish()) {
+  if (sandbox.finish() && sandbox.approval != policy::ApprovalPolicy::kNever)
+    sandbox.error = "--approval needs a client that answers approval/request (uexec serve, exec-server); "
+                    "MCP elicitation is not supported yet";
+  if (!sandbox.error.empty()) {
     std::fprintf(stderr, "uexec mcp: %s\n", sandbox.error.c_str());
     return kExitUsage;
+  }
+  if (connect) {
+    if (sandbox.profile) {
+      std::fputs("uexec mcp: --sandbox sets the sessions of uexec mcp's own manager; with --connect they are the "
+                 "daemon's: start it with `uexec serve --sandbox MODE`\n",
+                 stderr);
+      return kExitUsage;
+    }
+    if (socket_path.rfind("ws://", 0) == 0 || socket_path.rfind("wss://", 0) == 0) {
+      std::fputs("uexec mcp: --connect takes the daemon's Unix socket (PATH or unix:PATH); WebSocket is not "
+                 "supported here\n",
+                 stderr);
+      return kExitUsage;
+    }
+    if (socket_path.rfind("unix:", 0) == 0) socket_path = socket_path.substr(5);
+    if (socket_path.empty()) {
+      const char* env = std::getenv("UEXEC_SOCKET");
+      socket_path = env && *env ? env : rpc::default_socket_path();
+    }
+    return run_connected(socket_path);
   }
   std::vector<std::string> env = process_environment();
   std::string cwd = current_directory();

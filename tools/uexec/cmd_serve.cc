@@ -3,6 +3,9 @@
 // Listens on a Unix socket (mode 0600, in a 0700 directory under $XDG_RUNTIME_DIR or
 // /tmp/uexec-$UID) speaking the native protocol; the CLI clients (`uexec ls | start |
 // attach | send | kill | logs`) and any Codex exec-server client talk to it there.
+// It also listens on WebSocket (the same protocol, one message per text frame, plus the web
+// terminal's page): loopback only unless --allow-remote, always with a fresh token written
+// next to the socket, and browser origins limited to loopback plus --allow-origin entries.
 // SIGTERM/SIGINT terminate every process with the usual escalation, then it exits 0 with
 // nothing left running. Logs go to stderr (UEXEC_LOG sets the level).
 #include <signal.h>
@@ -38,10 +41,12 @@ int cmd_serve(const std::vector<std::string>& args) {
   std::string socket_path = rpc::default_socket_path();
   std::string ws = "127.0.0.1:8022";
   SandboxFlags sandbox;
+  WsFlags ws_flags;
   std::string web_root;
   bool web = true;
   for (std::size_t i = 0; i < args.size(); ++i) {
     if (sandbox.consume(args, i)) continue;
+    if (ws_flags.consume(args, i)) continue;
     if (args[i] == "--socket" && i + 1 < args.size()) {
       socket_path = args[++i];
     } else if (args[i] == "--ws" && i + 1 < args.size()) {
@@ -54,13 +59,18 @@ int cmd_serve(const std::vector<std::string>& args) {
       web = false;
     } else if (args[i] == "-h" || args[i] == "--help") {
       std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]\n"
+                 "                   [--allow-origin ORIGIN]... [--allow-remote] [--sandbox MODE ...]\n"
                  "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
                  "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (token in\n"
                  "  <socket dir>/token), which also serves the web terminal at http://127.0.0.1:8022/\n"
                  "  (open the URL it prints: the token rides in its #fragment). --web-root: the page's\n"
                  "  directory (default $UEXEC_WEB_ROOT, else the source tree's src/web/page).\n"
-                 "  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n",
+                 "  A WebSocket client sends the token as `Authorization: Bearer <token>` or, from a\n"
+                 "  browser, as the subprotocol `uexec.auth.<token>`; without it: 401, from a page of\n"
+                 "  another origin: 403.\n",
                  stdout);
+      std::fputs(WsFlags::kHelp, stdout);
+      std::fputs("  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
       std::fputs(SandboxFlags::kHelp, stdout);
       return 0;
     } else {
@@ -72,6 +82,18 @@ int cmd_serve(const std::vector<std::string>& args) {
     std::fprintf(stderr, "uexec serve: %s\n", sandbox.error.c_str());
     return kExitUsage;
   }
+#if UEXEC_HAVE_LWS
+  // The WebSocket listener's address and flags are checked before anything listens.
+  web::WsOptions wo;
+  if (!ws.empty()) {
+    if (!split_host_port(ws, 8022, &wo.host, &wo.port)) {
+      std::fprintf(stderr, "uexec serve: --ws takes HOST:PORT (e.g. 127.0.0.1:8022), not %s\n", ws.c_str());
+      return kExitUsage;
+    }
+    wo.token = web::new_token();  // always: nothing listens on TCP without one
+    if (!apply_ws_flags(ws_flags, wo, "uexec serve")) return kExitUsage;
+  }
+#endif
   std::vector<std::string> env = process_environment();
   std::string cwd = current_directory();
 
@@ -81,7 +103,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   cfg.close_drain = std::chrono::milliseconds{1000};
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, env, cwd);
-  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend);
+  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend, sandbox.approval);
   rpc::ExecServerOptions opts;
   opts.daemon = true;
   auto server = std::make_unique<rpc::ExecServer>(*pm, exec.get(), env, cwd, opts);
@@ -94,16 +116,7 @@ int cmd_serve(const std::vector<std::string>& args) {
 #if UEXEC_HAVE_LWS
   std::unique_ptr<web::WsServer> ws_server;
   if (!ws.empty()) {
-    web::WsOptions wo;
-    auto colon = ws.rfind(':');
-    wo.host = colon == std::string::npos ? "127.0.0.1" : ws.substr(0, colon);
-    wo.port = std::atoi(ws.substr(colon == std::string::npos ? 0 : colon + 1).c_str());
-    if (wo.host != "127.0.0.1" && wo.host != "::1" && wo.host != "localhost") {
-      std::fprintf(stderr, "uexec serve: refusing to listen on %s: only loopback is supported\n", wo.host.c_str());
-      return kExitUsage;
-    }
     // The token lives next to the socket, readable by us alone.
-    wo.token = web::new_token();
     std::string token_path = socket_path.substr(0, socket_path.rfind('/')) + "/token";
     int fd = ::open(token_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || ::write(fd, wo.token.data(), wo.token.size()) < 0) {
@@ -111,17 +124,20 @@ int cmd_serve(const std::vector<std::string>& args) {
       return kExitInternal;
     }
     ::close(fd);
+    wo.token_hint = "`uexec serve` wrote it to " + token_path + " (readable by its user only).";
     if (web) wo.web_root = web_root.empty() ? web::default_web_root() : web_root;
     ws_server = std::make_unique<web::WsServer>(loop, *server, wo);
     if (auto r = ws_server->start(); !r) {
       std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
       return kExitInternal;
     }
-    std::fprintf(stderr, "uexec serve: listening on ws://%s:%d/ (token in %s)\n", wo.host.c_str(), ws_server->port(),
+    std::string shown = wo.host.find(':') != std::string::npos ? "[" + wo.host + "]" : wo.host;
+    std::fprintf(stderr, "uexec serve: listening on ws://%s:%d/ (token in %s)\n", shown.c_str(), ws_server->port(),
                  token_path.c_str());
+    warn_if_remote(wo, ws_server->port(), "uexec serve");
     if (!wo.web_root.empty())
-      std::fprintf(stderr, "uexec serve: web terminal at http://%s:%d/#token=%s\n",
-                   wo.host == "::1" ? "[::1]" : wo.host.c_str(), ws_server->port(), wo.token.c_str());
+      std::fprintf(stderr, "uexec serve: web terminal at http://%s:%d/#token=%s\n", shown.c_str(), ws_server->port(),
+                   wo.token.c_str());
   }
 #endif
 

@@ -1,6 +1,7 @@
 // front_door.h: what every long-running front door (`mcp`, `exec-server`, `serve`) sets up
-// the same way: the environment and directory it hands to its sessions, and the signals
-// that end it cleanly.
+// the same way: the environment and directory it hands to its sessions, the signals that end
+// it cleanly, the agent tools' default sandbox flags, and the WebSocket listener's flags
+// (--allow-origin, --allow-remote) with the checks that go with them (protocol.md §8).
 #pragma once
 
 #include <signal.h>
@@ -19,7 +20,11 @@
 #include "loop/loop.h"
 #include "loop/signal_watcher.h"
 #include "policy/profile.h"
+#include "policy/orchestrator.h"
 #include "policy/sandbox_attempt.h"
+#if UEXEC_HAVE_LWS
+#include "web/ws_server.h"
+#endif
 
 extern char** environ;
 
@@ -72,16 +77,20 @@ struct SandboxFlags {
   policy::Backend backend = policy::Backend::kAuto;
   std::vector<std::string> writable, deny_read;
   std::optional<bool> network;
+  policy::ApprovalPolicy approval = policy::ApprovalPolicy::kNever;
   std::string error;
 
   static constexpr const char* kHelp =
       "  --sandbox MODE      run every exec_command under read-only | workspace-write |\n"
-      "                      danger-full-access (approval policy never: denials are reported)\n"
-      "  --writable DIR, --deny-read GLOB, --network on|off, --backend auto|namespaces|landlock|bwrap\n";
+      "                      danger-full-access\n"
+      "  --writable DIR, --deny-read GLOB, --network on|off, --backend auto|namespaces|landlock|bwrap\n"
+      "  --approval POLICY   never (default: denials are reported) | on-failure | on-request |\n"
+      "                      untrusted: clients that declare `approvals` get approval/request\n";
 
   bool consume(const std::vector<std::string>& args, std::size_t& i) {
     const std::string& a = args[i];
-    if (a != "--sandbox" && a != "--writable" && a != "--deny-read" && a != "--network" && a != "--backend")
+    if (a != "--sandbox" && a != "--writable" && a != "--deny-read" && a != "--network" && a != "--backend" &&
+        a != "--approval")
       return false;
     if (i + 1 >= args.size()) {
       error = a + " needs a value";
@@ -96,6 +105,10 @@ struct SandboxFlags {
       writable.push_back(v);
     } else if (a == "--deny-read") {
       deny_read.push_back(v);
+    } else if (a == "--approval") {
+      auto p = policy::parse_approval_policy(v);
+      if (!p) error = p.error().context;
+      else approval = *p;
     } else if (a == "--network") {
       if (v != "on" && v != "off") error = "--network needs on or off";
       network = v == "on";
@@ -111,7 +124,8 @@ struct SandboxFlags {
   bool finish() {
     if (!error.empty()) return false;
     if (!profile) {
-      if (!writable.empty() || !deny_read.empty() || network) error = "sandbox options need --sandbox MODE";
+      if (!writable.empty() || !deny_read.empty() || network || approval != policy::ApprovalPolicy::kNever)
+        error = "sandbox options need --sandbox MODE";
       return error.empty();
     }
     profile->writable_roots = writable;
@@ -120,5 +134,112 @@ struct SandboxFlags {
     return true;
   }
 };
+
+// The WebSocket listener's flags: --allow-origin ORIGIN (repeatable) adds an exact browser
+// origin to the loopback ones; --allow-remote lets it listen on a non-loopback address, which
+// needs a token. consume() takes the flag at args[i] (and its value) and returns true, or
+// returns false for another flag; `error` says what was wrong.
+struct WsFlags {
+  std::vector<std::string> allow_origins;
+  bool allow_remote = false;
+  std::string error;
+
+  static constexpr const char* kHelp =
+      "  --allow-origin ORIGIN\n"
+      "                      also accept WebSocket upgrades from this browser origin, exactly\n"
+      "                      (http[s]://HOST[:PORT]; repeatable; `*` is refused). Default: only\n"
+      "                      http://127.0.0.1:PORT, http://localhost:PORT, http://[::1]:PORT\n"
+      "  --allow-remote      allow a non-loopback listen address (e.g. 0.0.0.0:8022); the token\n"
+      "                      stays required, and ws:// is not encrypted: trusted networks only\n";
+
+  bool consume(const std::vector<std::string>& args, std::size_t& i) {
+    const std::string& a = args[i];
+    if (a == "--allow-remote") {
+      allow_remote = true;
+      return true;
+    }
+    if (a != "--allow-origin") return false;
+    if (i + 1 >= args.size()) error = "--allow-origin needs an origin, e.g. --allow-origin https://example.com";
+    else allow_origins.push_back(args[++i]);
+    return true;
+  }
+};
+
+// Splits a listen address: "127.0.0.1:8022", "[::1]:0", "0.0.0.0" (port `default_port`).
+// The host comes back without brackets; false for a port that is not a number.
+inline bool split_host_port(std::string hostport, int default_port, std::string* host, int* port) {
+  while (!hostport.empty() && hostport.back() == '/') hostport.pop_back();
+  std::string h = hostport, p;
+  if (!hostport.empty() && hostport.front() == '[') {
+    auto close = hostport.find(']');
+    if (close == std::string::npos) return false;
+    h = hostport.substr(1, close - 1);
+    if (close + 1 < hostport.size()) {
+      if (hostport[close + 1] != ':') return false;
+      p = hostport.substr(close + 2);
+    }
+  } else if (auto colon = hostport.rfind(':'); colon != std::string::npos && hostport.find(':') == colon) {
+    h = hostport.substr(0, colon);
+    p = hostport.substr(colon + 1);
+  }
+  if (h.empty()) h = "127.0.0.1";
+  if (p.empty()) {
+    *port = default_port;
+  } else {
+    if (p.size() > 5 || p.find_first_not_of("0123456789") != std::string::npos || std::stoi(p) > 65535) return false;
+    *port = std::stoi(p);
+  }
+  *host = h;
+  return true;
+}
+
+#if UEXEC_HAVE_LWS
+// Applies WsFlags to a listener whose host and token are set: the origins are checked and
+// added; a non-loopback host needs --allow-remote and a token. False after saying why on
+// stderr (prefixed with `who`); a remote listener gets its warning when it starts
+// (warn_if_remote).
+inline bool apply_ws_flags(const WsFlags& f, web::WsOptions& wo, const char* who) {
+  if (!f.error.empty()) {
+    std::fprintf(stderr, "%s: %s\n", who, f.error.c_str());
+    return false;
+  }
+  for (const auto& o : f.allow_origins) {
+    auto parsed = web::parse_allowed_origin(o);
+    if (!parsed) {
+      std::fprintf(stderr, "%s: %s\n", who, parsed.error().context.c_str());
+      return false;
+    }
+    wo.allowed_origins.push_back(*parsed);
+  }
+  if (web::is_loopback_host(wo.host)) return true;
+  if (!f.allow_remote) {
+    std::fprintf(stderr,
+                 "%s: refusing to listen on %s: it is not a loopback address, so other machines could connect.\n"
+                 "  Pass --allow-remote to mean it (the token stays required).\n",
+                 who, wo.host.c_str());
+    return false;
+  }
+  if (wo.token.empty()) {
+    std::fprintf(stderr,
+                 "%s: --allow-remote needs a token: without one anybody who reaches %s could run commands as "
+                 "you.\n  Set UEXEC_WS_TOKEN to a long random secret, e.g. "
+                 "UEXEC_WS_TOKEN=$(head -c32 /dev/urandom | base64).\n",
+                 who, wo.host.c_str());
+    return false;
+  }
+  return true;
+}
+
+// The warning a listener on a non-loopback address logs once it listens.
+inline void warn_if_remote(const web::WsOptions& wo, int port, const char* who) {
+  if (web::is_loopback_host(wo.host)) return;
+  bool v6 = wo.host.find(':') != std::string::npos;
+  std::fprintf(stderr,
+               "%s: WARNING: listening on ws://%s%s%s:%d/, reachable from other machines (--allow-remote). Anyone "
+               "with the token can run commands as uid %d; ws:// is not encrypted, so use it only on a trusted "
+               "network or behind a TLS proxy or SSH tunnel.\n",
+               who, v6 ? "[" : "", wo.host.c_str(), v6 ? "]" : "", port, static_cast<int>(::getuid()));
+}
+#endif
 
 }  // namespace uexec::cli

@@ -1,0 +1,327 @@
+#include "rpc/mcp_relay.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <fmt/core.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "base/log.h"
+#include "base/unique_fd.h"
+#include "loop/uv_handle.h"
+#include "rpc/agent_tools.h"
+#include "rpc/json_depth.h"
+#include "rpc/mcp_server.h"
+
+namespace uexec::rpc {
+
+using base::Error;
+using base::Result;
+
+namespace {
+
+constexpr int kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602;
+
+// MCP tool → native method (protocol.md §4.6: the same arguments, the same CallToolResult).
+const char* native_method(const std::string& tool) {
+  if (tool == "exec_command") return "exec/command";
+  if (tool == "write_stdin") return "exec/writeStdin";
+  if (tool == "list_sessions") return "exec/listSessions";
+  if (tool == "kill_session") return "exec/killSession";
+  if (tool == "read_output") return "exec/readOutput";
+  return nullptr;
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+}  // namespace
+
+McpRelay::McpRelay(loop::Loop& loop, std::string socket_path, std::function<void(std::string)> send)
+    : loop_(loop),
+      socket_path_(std::move(socket_path)),
+      send_(std::move(send)),
+      retry_(loop),
+      version_(McpServer::kDefaultVersion) {}
+
+McpRelay::~McpRelay() = default;
+
+Result<void> McpRelay::start(std::function<void(Result<void>)> ready) {
+  ready_ = std::move(ready);
+  auto r = connect();
+  if (!r) ready_ = nullptr;
+  return r;
+}
+
+// A blocking connect: on a Unix socket it succeeds or fails at once (ENOENT, ECONNREFUSED),
+// so the loop never waits on it. The connected fd then goes to libuv as a pipe.
+Result<void> McpRelay::connect() {
+  base::UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return Error::sys("socket");
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (socket_path_.size() >= sizeof addr.sun_path) return Error::invalid("socket path too long: " + socket_path_);
+  std::memcpy(addr.sun_path, socket_path_.c_str(), socket_path_.size() + 1);
+  if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+    return Error::sys("cannot reach the uexec daemon at " + socket_path_);
+  auto pipe = loop::make_handle<uv_pipe_t>([&](uv_pipe_t* p) { return uv_pipe_init(loop_.get(), p, 0); },
+                                           "uv_pipe_init daemon");
+  if (!pipe) return std::move(pipe).error();
+  if (int rc = uv_pipe_open(pipe->get(), fd.get()); rc < 0) return Error::uv(rc, "uv_pipe_open daemon");
+  fd.release();  // the pipe handle owns it now
+  daemon_ = std::make_unique<LineChannel>(loop_, std::move(pipe).value());
+  daemon_->on_line = [this](std::string_view line) { on_daemon_line(line); };
+  daemon_->on_oversize = [](std::size_t limit) {
+    UEXEC_LOG(kWarn, "the daemon sent a message over {} bytes; dropped", limit);
+  };
+  daemon_->on_eof = [this] { on_daemon_eof(); };
+  if (auto r = daemon_->start(); !r) {
+    daemon_.reset();
+    return r;
+  }
+  state_ = State::kConnecting;
+  init_id_ = next_id_++;
+  resuming_ = !session_id_.empty();
+  // "Until killed": what this client starts belongs to the daemon, not to this connection.
+  json params = {{"clientName", "uexec-mcp"}, {"detachedTtlMs", -1}};
+  if (resuming_) params["resumeSessionId"] = session_id_;
+  send_daemon({{"jsonrpc", "2.0"}, {"id", init_id_}, {"method", "initialize"}, {"params", params}});
+  return {};
+}
+
+void McpRelay::send_daemon(const json& msg) {
+  if (daemon_) daemon_->send(dump(msg));
+}
+
+void McpRelay::on_initialized(const json& reply) {
+  if (reply.contains("error")) {
+    std::string msg = reply["error"].value("message", "initialize failed");
+    if (ready_) {
+      auto ready = std::move(ready_);
+      ready_ = nullptr;
+      state_ = State::kDown;
+      return ready(Error::invalid("the uexec daemon at " + socket_path_ + " refused this client: " + msg));
+    }
+    // The daemon forgot our session (it restarted, or the TTL ran out): start afresh.
+    UEXEC_LOG(kWarn, "the daemon did not resume session {} ({}); starting a new one", session_id_, msg);
+    session_id_.clear();
+    on_daemon_eof();
+    return;
+  }
+  const json& r = reply.contains("result") ? reply["result"] : json::object();
+  session_id_ = r.is_object() ? r.value("sessionId", "") : "";
+  send_daemon({{"jsonrpc", "2.0"}, {"method", "initialized"}, {"params", json::object()}});
+  state_ = State::kReady;
+  retry_delay_ = kFirstRetry;
+  UEXEC_LOG(kInfo, "relaying to the daemon at {} (session {}{})", socket_path_, session_id_,
+            resuming_ ? ", resumed" : "");
+  if (ready_) {
+    auto ready = std::move(ready_);
+    ready_ = nullptr;
+    ready({});
+  }
+}
+
+void McpRelay::on_daemon_line(std::string_view line) {
+  json m = json::parse(line.begin(), line.end(), nullptr, false);
+  if (m.is_discarded() || !m.is_object()) {
+    UEXEC_LOG(kWarn, "ignoring an unparsable line from the daemon");
+    return;
+  }
+  if (m.contains("method")) {
+    std::string method = m["method"].is_string() ? m["method"].get<std::string>() : "";
+    const json& params = m.contains("params") ? m["params"] : json::object();
+    if (m.contains("id")) {
+      // A server request. The relay declares no capabilities that invite one; answer anyway,
+      // so nothing on the daemon's side waits for us.
+      if (method == "approval/request")
+        return send_daemon({{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", {{"decision", "denied"}}}});
+      return send_daemon({{"jsonrpc", "2.0"},
+                          {"id", m["id"]},
+                          {"error", {{"code", kMethodNotFound}, {"message", "method not found: " + method}}}});
+    }
+    if (method != "exec/outputDelta" || !params.is_object() || !params.contains("progressToken")) return;
+    const json& token = params["progressToken"];
+    if (!token.is_number_integer()) return;
+    auto it = pending_.find(token.get<std::int64_t>());
+    if (it == pending_.end() || it->second.cancelled || it->second.progress_token.is_null()) return;
+    Pending& p = it->second;
+    json note = {{"progressToken", p.progress_token}, {"progress", ++p.progress}, {"message", params.value("delta", "")}};
+    send_(dump({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", std::move(note)}}));
+    return;
+  }
+  if (!m.contains("id") || !m["id"].is_number_integer()) return;
+  std::int64_t id = m["id"].get<std::int64_t>();
+  if (id == init_id_ && state_ == State::kConnecting) return on_initialized(m);
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return;
+  Pending p = std::move(it->second);
+  pending_.erase(it);
+  if (p.cancelled) return;
+  by_mcp_.erase(p.mcp_id.dump());
+  if (m.contains("error")) {
+    // Only the envelope, the gate or non-object params get JSON-RPC errors (§4.6); to the
+    // agent it is a failed tool call all the same.
+    std::string msg = m["error"].is_object() ? m["error"].value("message", "error") : "error";
+    return reply(p.mcp_id, AgentTools::error_result(p.tool + " failed: " + msg));
+  }
+  json result = m.contains("result") ? m["result"] : json::object();
+  // The daemon always answers in the 2025-06-18 shape; older clients get no structuredContent.
+  if (version_ != "2025-06-18" && result.is_object()) result.erase("structuredContent");
+  reply(p.mcp_id, std::move(result));
+}
+
+void McpRelay::on_daemon_eof() {
+  if (state_ == State::kStopped) return;
+  bool first = static_cast<bool>(ready_);
+  if (state_ == State::kReady) UEXEC_LOG(kWarn, "lost the connection to the daemon at {}; reconnecting", socket_path_);
+  state_ = State::kDown;
+  // Freed later: this may run inside the channel's own callback.
+  if (daemon_) {
+    daemon_->stop_reading();
+    dead_ = std::move(daemon_);
+  }
+  auto pending = std::move(pending_);
+  pending_.clear();
+  by_mcp_.clear();
+  for (auto& [id, p] : pending)
+    if (!p.cancelled)
+      reply(p.mcp_id, AgentTools::error_result(unavailable(
+                          p.tool + " failed: the connection to the daemon closed while it waited; a session it "
+                                   "started keeps running if the daemon does (see list_sessions once it is back)")));
+  if (first) {
+    auto ready = std::move(ready_);
+    ready_ = nullptr;
+    return ready(Error::invalid("the uexec daemon at " + socket_path_ + " closed the connection during initialize"));
+  }
+  schedule_reconnect();
+}
+
+void McpRelay::schedule_reconnect() {
+  retry_.start(retry_delay_, [this] {
+    dead_.reset();
+    if (state_ != State::kDown) return;
+    if (auto r = connect(); !r) {
+      UEXEC_LOG(kInfo, "reconnect: {}", r.error().message());
+      retry_delay_ = std::min(retry_delay_ * 2, kMaxRetry);
+      schedule_reconnect();
+    }
+  });
+}
+
+void McpRelay::stop() {
+  state_ = State::kStopped;
+  retry_.stop();
+  if (daemon_) daemon_->stop_reading();
+  ready_ = nullptr;
+}
+
+std::string McpRelay::unavailable(const std::string& why) const {
+  return "uexec daemon unavailable: " + why + " (daemon socket " + socket_path_ + ")";
+}
+
+// ---- the MCP side: the envelope rules of McpServer ------------------------------------------
+
+void McpRelay::reply(const json& id, json result) {
+  send_(dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}));
+}
+
+void McpRelay::error(const json& id, int code, const std::string& message, json data) {
+  json err = {{"code", code}, {"message", message}};
+  if (!data.is_null()) err["data"] = std::move(data);
+  send_(dump({{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}));
+}
+
+void McpRelay::handle_oversize(std::size_t limit) {
+  error(nullptr, kInvalidRequest, fmt::format("message larger than {} bytes", limit),
+        {{"kind", "messageTooLarge"}, {"limit", limit}});
+}
+
+void McpRelay::handle_line(std::string_view line) {
+  if (json_nested_deeper_than(line, kMaxJsonDepth))
+    return error(nullptr, kParseError, fmt::format("Parse error: nested deeper than {} levels", kMaxJsonDepth));
+  json msg = json::parse(line.begin(), line.end(), nullptr, false);
+  if (msg.is_discarded()) return error(nullptr, kParseError, "Parse error: the line is not valid JSON");
+  if (!msg.is_object()) return error(nullptr, kInvalidRequest, "Invalid Request: expected a JSON object");
+  json id = msg.contains("id") ? msg["id"] : json();
+  bool valid_id = id.is_null() || id.is_string() || id.is_number_integer();
+  if (!msg.contains("jsonrpc") || msg["jsonrpc"] != "2.0")
+    return error(valid_id ? id : json(), kInvalidRequest, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+  if (!valid_id) return error(nullptr, kInvalidRequest, "Invalid Request: id must be a string or an integer");
+  if (!msg.contains("method")) return;  // a response to a request we never sent: ignore
+  if (!msg["method"].is_string()) return error(id, kInvalidRequest, "Invalid Request: method must be a string");
+  std::string method = msg["method"].get<std::string>();
+  json params = msg.contains("params") ? msg["params"] : json::object();
+  if (!params.is_object() && !params.is_array()) return error(id, kInvalidParams, "params must be an object");
+  if (!msg.contains("id")) return handle_notification(method, params);
+  handle_request(id, method, params);
+}
+
+void McpRelay::handle_notification(const std::string& method, const json& params) {
+  if (method == "notifications/cancelled") {
+    if (!params.is_object() || !params.contains("requestId")) return;
+    auto it = by_mcp_.find(params["requestId"].dump());
+    if (it == by_mcp_.end()) return;
+    // The daemon's wait goes on to its end (no cancel in the native protocol); its reply is
+    // dropped, as MCP asks.
+    if (auto p = pending_.find(it->second); p != pending_.end()) p->second.cancelled = true;
+    by_mcp_.erase(it);
+    return;
+  }
+  if (method == "notifications/initialized") return;
+  UEXEC_LOG(kInfo, "ignoring notification {}", method);
+}
+
+void McpRelay::handle_request(const json& id, const std::string& method, const json& params) {
+  if (method == "initialize") {
+    if (params.is_object() && params.contains("protocolVersion") && params["protocolVersion"].is_string()) {
+      std::string v = params["protocolVersion"];
+      version_ = (v == "2025-06-18" || v == "2025-03-26" || v == "2024-11-05") ? v : McpServer::kDefaultVersion;
+    }
+    initialized_ = true;
+    return reply(id, {{"protocolVersion", version_},
+                      {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                      {"serverInfo", {{"name", "uexec"}, {"version", "0.1.0"}}},
+                      {"instructions",
+                       "uexec runs shell commands in long-lived sessions, kept by the uexec daemon (they outlive "
+                       "this connection). exec_command starts one and returns its output after a yield window (or "
+                       "when it exits, or an `until` condition holds); while it runs, poll or type with "
+                       "write_stdin, and use list_sessions, read_output and kill_session."}});
+  }
+  if (!initialized_) return error(id, kInvalidRequest, "the server is not initialized: send initialize first");
+  if (method == "ping") return reply(id, json::object());
+  if (method == "tools/list") return reply(id, {{"tools", AgentTools::tools_list(version_)}});
+  if (method == "tools/call") {
+    if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
+      return error(id, kInvalidParams, "tools/call needs params.name");
+    json args = params.contains("arguments") ? params["arguments"] : json::object();
+    json token;
+    if (params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")) {
+      const auto& t = params["_meta"]["progressToken"];
+      if (t.is_string() || t.is_number_integer()) token = t;
+    }
+    return call_tool(id, params["name"].get<std::string>(), args, token);
+  }
+  error(id, kMethodNotFound, "Method not found: " + method);
+}
+
+void McpRelay::call_tool(const json& id, const std::string& name, const json& args, const json& progress_token) {
+  const char* method = native_method(name);
+  if (!method)
+    return error(id, kInvalidParams, "Unknown tool: " + name, {{"kind", "invalidParams"}, {"field", "name"}});
+  if (state_ != State::kReady)
+    return reply(id, AgentTools::error_result(unavailable(
+                         name + " failed: not connected to the daemon; reconnecting (is `uexec serve` running?)")));
+  std::int64_t did = next_id_++;
+  json params = args;
+  // The daemon streams exec/outputDelta under our own token, one per call, so two clients'
+  // tokens can never collide on the shared connection.
+  if (!progress_token.is_null() && params.is_object()) params["_meta"] = {{"progressToken", did}};
+  pending_[did] = Pending{id, progress_token, name};
+  by_mcp_[id.dump()] = did;
+  send_daemon({{"jsonrpc", "2.0"}, {"id", did}, {"method", method}, {"params", std::move(params)}});
+}
+
+}  // namespace uexec::rpc
