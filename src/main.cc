@@ -25,16 +25,20 @@ usage:
       Run CMD under a sandbox policy on this terminal, like `codex sandbox`: read-only,
       workspace-write (default: the cwd and /tmp writable, .git/.codex/.uexec read-only,
       no network) or danger-full-access. `uexec sandbox --check` shows what this host has.
-  uexec mcp
+  uexec mcp [--sandbox MODE ...] | uexec mcp --connect [SOCKET]
       An MCP server on stdio for AI agents: exec_command, write_stdin, list_sessions,
-      kill_session, read_output. On stdin EOF it ends its sessions and exits 0.
-  uexec exec-server [--listen stdio] [--shutdown-grace-ms N]
+      kill_session, read_output. On stdin EOF it ends its sessions and exits 0; with
+      --connect the sessions live in the daemon and outlive it.
+  uexec exec-server [--listen stdio|ws://IP:PORT] [--shutdown-grace-ms N] [--sandbox MODE
+                    [--approval POLICY] ...] [--allow-origin ORIGIN]... [--allow-remote]
       Codex exec-server's JSON-RPC protocol on stdio (process/*, environment/*), plus
-      uexec's extensions (resize, list, subscribe, wait, exec/*). A drop-in for
-      `codex exec-server --listen stdio`.
-  uexec serve [--socket PATH]
+      uexec's extensions (resize, list, subscribe, wait, limits, approvals, exec/*). A
+      drop-in for `codex exec-server --listen stdio`.
+  uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]
+              [--allow-origin ORIGIN]... [--allow-remote] [--sandbox MODE [--approval POLICY] ...]
       The daemon: sessions that outlive their clients, on a Unix socket (mode 0600 in a
-      0700 directory under $XDG_RUNTIME_DIR, else /tmp/uexec-$UID). SIGTERM ends it cleanly.
+      0700 directory under $XDG_RUNTIME_DIR, else /tmp/uexec-$UID) and the web terminal on
+      ws://127.0.0.1:8022 (token in the runtime dir). SIGTERM ends it cleanly.
   uexec start [--tty] [--cwd DIR] -- CMD...    start a process in the daemon; prints its ID
   uexec ls                                     the daemon's processes
   uexec attach ID                              a terminal on a process (Ctrl-] detaches)
