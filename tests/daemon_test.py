@@ -259,6 +259,25 @@ names = {(r["sessionId"], r["processId"]): (r.get("name"), r.get("state")) for r
 check("the name moved to the new process", any(v[0] == "dev-server" and k[1] == "other" for k, v in names.items()) and
       not any(v[0] == "dev-server" and k[1] == "dev" for k, v in names.items()), json.dumps(list(names.values())))
 s2.close()
+
+# An agent session (exec/command) is a process of the caller's session named by its id
+# (protocol.md §4.6): listed, readable, and shown by `uexec ls`.
+send({"jsonrpc": "2.0", "id": 8, "method": "exec/command",
+      "params": {"cmd": "echo agent-hello; sleep 30", "yield_time_ms": 500, "login": False}})
+res = recv_id(8).get("result", {})
+agent_id = res.get("structuredContent", {}).get("session_id")
+check("exec/command leaves a running agent session", isinstance(agent_id, int), json.dumps(res)[:300])
+send({"jsonrpc": "2.0", "id": 9, "method": "process/list", "params": {}})
+rows = [r for r in recv_id(9)["result"]["processes"] if r["processId"] == str(agent_id)]
+check("process/list shows it with agentSessionId", rows and rows[0].get("agentSessionId") == agent_id, json.dumps(rows))
+send({"jsonrpc": "2.0", "id": 10, "method": "process/read", "params": {"processId": str(agent_id), "afterSeq": 0}})
+rd = recv_id(10).get("result", {})
+text = b"".join(base64.b64decode(c["chunk"]) for c in rd.get("chunks", []))
+check("process/read reads its output", b"agent-hello" in text, json.dumps(rd)[:300])
+code, out, err = cli("ls")
+check("uexec ls lists it", str(agent_id) in out, out)
+send({"jsonrpc": "2.0", "id": 11, "method": "exec/killSession", "params": {"session_id": agent_id}})
+recv_id(11)
 s.close()
 
 code, out, err = cli("kill", pid_id)

@@ -202,6 +202,7 @@ ExecService::~ExecService() {
   calls_.clear();
   for (auto& [id, a] : sessions_) {
     a->sub.reset();
+    if (on_forget) on_forget(id);
     pm_.remove(std::to_string(id));
   }
   sessions_.clear();
@@ -903,6 +904,7 @@ void ExecService::to_tombstone(long id) {
     if (c->sid == id) stale.push_back(cid);
   for (CallId cid : stale) cancel(cid);
   a.sub.reset();
+  if (on_forget) on_forget(id);
   pm_.remove(std::to_string(id));
   sessions_.erase(it);
   tombstones_[id] = std::move(t);

@@ -261,6 +261,9 @@ class ExecService {
   // The event log: the last 1024 events, and a hook that sees each as it happens.
   const std::deque<SessionEvent>& events() const noexcept { return events_; }
   std::function<void(const SessionEvent&)> on_event;
+  // Called just before a session's record goes for good (tombstone, shutdown): whoever
+  // shares its Session (the protocol's process view of agent sessions) lets go of it.
+  std::function<void(long id)> on_forget;
 
  private:
   struct Call;

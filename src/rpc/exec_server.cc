@@ -204,6 +204,9 @@ struct ExecServer::Process {
   std::int64_t exited_ms = 0;
   bool closed_seen = false;
   bool reading_paused = false;  // owner flow control
+  // An agent session (exec/command) seen as a process of the calling session (§4.6): the
+  // ExecService owns its Session and its lifetime; this view never removes it.
+  bool agent = false;
 };
 
 struct ExecServer::Session {
@@ -254,15 +257,70 @@ ExecServer::ExecServer(session::ProcessManager& pm, agent::ExecService* exec, st
       tools_(exec ? std::make_unique<AgentTools>(*exec) : nullptr),
       env_(std::move(server_env)),
       cwd_(std::move(cwd)),
-      opts_(options) {}
+      opts_(options) {
+  if (exec_) {
+    exec_->on_event = [this](const agent::SessionEvent& e) {
+      if (e.kind == agent::SessionEvent::Kind::kStart) adopt_agent_session(e.session, e.call);
+    };
+    exec_->on_forget = [this](long id) { drop_agent_session(id); };
+  }
+}
 
 ExecServer::~ExecServer() {
+  if (exec_) {
+    exec_->on_event = nullptr;
+    exec_->on_forget = nullptr;
+  }
   for (auto& [sid, s] : sessions_) {
     s->waiters.clear();
     for (auto& [pid, p] : s->procs) {
       p->sub.reset();
-      pm_.remove(p->key);
+      if (!p->agent) pm_.remove(p->key);
     }
+  }
+}
+
+// An agent session started by an exec/* call of one of our sessions becomes a process of
+// that session, named by its decimal id, so process/list, subscribe, read and snapshot (the
+// web UI, `uexec ls`) see it. `origin` is the exec_command's call.
+void ExecServer::adopt_agent_session(long id, std::uint64_t origin) {
+  Session* owner = nullptr;
+  for (auto& [sid, s] : sessions_)
+    if (s->conn && s->conn->exec_calls_.count(origin)) owner = s.get();
+  if (!owner && exec_caller_) owner = exec_caller_;  // the call has not returned its id yet
+  std::string pid = std::to_string(id);
+  session::Session* ss = pm_.find(pid);
+  if (!owner || !ss || owner->procs.count(pid)) return;  // an MCP call, or the id is taken
+  auto p = std::make_unique<Process>();
+  Process* raw = p.get();
+  raw->owner = owner;
+  raw->id = pid;
+  raw->id_json = json(pid).dump();
+  raw->key = pid;
+  raw->s = ss;
+  raw->argv = ss->argv();
+  raw->cwd = cwd_;
+  raw->sandbox_kind = ss->sandbox_kind();
+  raw->started_ms = wall_ms();
+  raw->agent = true;
+  raw->sub = ss->output().subscribe([this, raw] {
+    if (raw->s->verdict() && raw->exited_ms == 0) raw->exited_ms = wall_ms();
+    push(*raw);
+    wake_waiters(*raw);
+    check_shutdown();
+  });
+  owner->procs.emplace(pid, std::move(p));
+}
+
+void ExecServer::drop_agent_session(long id) {
+  std::string pid = std::to_string(id);
+  for (auto& [sid, s] : sessions_) {
+    auto it = s->procs.find(pid);
+    if (it == s->procs.end() || !it->second->agent) continue;
+    for (auto w = s->waiters.begin(); w != s->waiters.end();)
+      w = w->second->p == it->second.get() ? s->waiters.erase(w) : std::next(w);
+    s->procs.erase(it);
+    return;
   }
 }
 
@@ -307,7 +365,7 @@ void ExecServer::forget(Process& p, const std::string& reason) {
   for (auto it = s->waiters.begin(); it != s->waiters.end();)
     it = it->second->p == &p ? s->waiters.erase(it) : std::next(it);
   p.sub.reset();
-  pm_.remove(key);
+  if (!p.agent) pm_.remove(key);
   tombstones_[key] = reason;
   tombstone_order_.push_back(key);
   if (tombstone_order_.size() > 4096) {
@@ -332,6 +390,7 @@ void ExecServer::drop_session(const std::string& id) {
     }
   for (auto& [pid, p] : s->procs) {
     p->sub.reset();
+    if (p->agent) continue;  // the ExecService's: it ends them by its own rules
     tombstones_[p->key] = "killed";
     pm_.remove(p->key);  // SIGKILLs and reaps what still runs
   }
@@ -341,6 +400,7 @@ void ExecServer::drop_session(const std::string& id) {
 void ExecServer::after_closed(Process& p) {
   if (p.closed_seen) return;
   p.closed_seen = true;
+  if (p.agent) return;  // retained by the ExecService's rules
   p.retention = std::make_unique<loop::Timer>(pm_.loop());
   Process* raw = &p;
   p.retention->start(opts_.exited_retention, [this, raw] { forget(*raw, "exited"); });
@@ -1158,7 +1218,7 @@ void ExecServer::Connection::m_list(const json& id, const json& params) {
       }
       json e = {{"sessionId", sid},         {"processId", pid},
                 {"name", p->name.empty() ? json() : json(p->name)},
-                {"clientName", s->client_name}, {"agentSessionId", nullptr}, {"pid", p->s->pid()},
+                {"clientName", s->client_name}, {"agentSessionId", p->agent ? json(std::stol(p->id)) : json()}, {"pid", p->s->pid()},
                 {"argv", p->argv},           {"cwd", file_uri(p->cwd)},   {"tty", p->s->tty()},
                 {"state", state},            {"awaitingInput", awaiting}, {"startedAtMs", p->started_ms},
                 {"nextSeq", p->s->next_seq()}, {"retainedBytes", ring.retained()},
@@ -1404,6 +1464,7 @@ void ExecServer::Connection::m_exec(const json& id, const std::string& tool, con
     if (!session_->orchestrator) session_->orchestrator = std::make_shared<policy::ToolOrchestrator>(server_.approver(session_->id));
     approvals = session_->orchestrator;
   }
+  server_.exec_caller_ = session_;  // for a session that starts before the call returns
   server_.tools_->call(
       tool, args, true,
       [this, id, pending](json result) {
@@ -1412,6 +1473,7 @@ void ExecServer::Connection::m_exec(const json& id, const std::string& tool, con
         reply(id, std::move(result));
       },
       &cid, std::move(on_delta), std::move(approvals));
+  server_.exec_caller_ = nullptr;
   if (cid != 0 && !pending->done) {
     pending->id = cid;
     exec_calls_.insert(cid);

@@ -85,6 +85,8 @@ class ExecServer {
   void drop_session(const std::string& id);
   std::string tombstone_reason(const std::string& key) const;
   policy::Approver approver(const std::string& session_id);
+  void adopt_agent_session(long id, std::uint64_t origin);
+  void drop_agent_session(long id);
   void check_shutdown();
 
   session::ProcessManager& pm_;
@@ -100,6 +102,7 @@ class ExecServer {
   std::function<void()> shutdown_done_;
   std::chrono::steady_clock::time_point shutdown_deadline_{};
   std::unique_ptr<loop::Timer> shutdown_timer_;
+  Session* exec_caller_ = nullptr;  // the session whose exec/* call is running right now
 };
 
 class ExecServer::Connection {

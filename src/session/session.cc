@@ -81,6 +81,7 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   tty_ = req.tty;
   size_ = req.size;
   sandboxed_ = attempt.sandboxed();
+  sandbox_kind_ = policy::sandbox_kind_name(attempt.kind());
   seccomp_ = attempt.seccomp();
   mount_view_ = attempt.mount_view();
   // A real sandbox's records are this session's own; the test-only fake shares its log with

@@ -109,6 +109,7 @@ class Session final : public pty::ProcessListener {
   Clock::time_point started_at() const noexcept { return started_at_; }
   Clock::time_point exited_at() const noexcept { return exited_at_; }  // the reap
   bool sandboxed() const noexcept { return sandboxed_; }
+  const char* sandbox_kind() const noexcept { return sandbox_kind_; }  // policy::sandbox_kind_name
   ContainmentTier containment_tier() const noexcept { return tier_; }
   // What was still running when the session finished, and was killed then.
   const std::vector<LingeringProcess>& lingering() const noexcept { return lingering_; }
@@ -183,6 +184,7 @@ class Session final : public pty::ProcessListener {
   pid_t pid_ = -1;
   bool tty_ = false;
   bool sandboxed_ = false;
+  const char* sandbox_kind_ = "none";
   bool seccomp_ = false;
   bool mount_view_ = false;
   std::shared_ptr<policy::DenialLog> denial_log_;
