@@ -278,6 +278,25 @@ code, out, err = cli("ls")
 check("uexec ls lists it", str(agent_id) in out, out)
 send({"jsonrpc": "2.0", "id": 11, "method": "exec/killSession", "params": {"session_id": agent_id}})
 recv_id(11)
+
+# process/read from the start of a process whose middle was evicted returns the head, says
+# what is omitted, and returns the tail too (it used to stop at the head, silently).
+send({"jsonrpc": "2.0", "id": 12, "method": "process/start",
+      "params": {"processId": "big", "argv": ["sh", "-c", "head -c 3000000 /dev/zero | tr '\\0' a; echo; echo THE-END"],
+                 "subscribe": False}})
+recv_id(12)
+deadline = time.time() + 20
+while time.time() < deadline:
+    send({"jsonrpc": "2.0", "id": 13, "method": "process/read", "params": {"processId": "big", "afterSeq": 0}})
+    rd = recv_id(13)["result"]
+    if rd["closed"]:
+        break
+    time.sleep(0.2)
+data = b"".join(base64.b64decode(c["chunk"]) for c in rd["chunks"])
+om = rd.get("omitted") or {}
+check("a read across the evicted middle returns head, omitted and tail",
+      data.endswith(b"THE-END\n") and om.get("bytes", 0) + len(data) == 3000000 + len("\nTHE-END\n") and
+      om.get("fromSeq", 0) > 1 and om.get("toSeq", 0) >= om.get("fromSeq", 0), json.dumps(om))
 s.close()
 
 code, out, err = cli("kill", pid_id)

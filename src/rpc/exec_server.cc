@@ -178,6 +178,8 @@ std::optional<bool> opt_bool(const json& params, const char* field) {
 struct ExecServer::SubState {
   session::Offset cursor = 0;
   bool sent_exited = false, sent_closed = false;
+  session::Seq last_seq = 0;  // the last output chunk sent (0: none yet)
+  bool lagging = false;       // pushes paused for a full queue since the last catch-up
 };
 
 struct ExecServer::Process {
@@ -366,16 +368,20 @@ void ExecServer::forget(Process& p, const std::string& reason) {
     it = it->second->p == &p ? s->waiters.erase(it) : std::next(it);
   p.sub.reset();
   if (!p.agent) pm_.remove(key);
-  tombstones_[key] = reason;
-  tombstone_order_.push_back(key);
-  if (tombstone_order_.size() > 4096) {
-    tombstones_.erase(tombstone_order_.front());
-    tombstone_order_.erase(tombstone_order_.begin());
-  }
+  add_tombstone(key, reason);
   s->procs.erase(p.id);  // destroys p
   // A detached session kept "until killed" that has nothing left is done.
   if (s->procs.empty() && !s->conn && s->keep_forever) drop_session(s->id);
   check_shutdown();
+}
+
+// The last 4096 ended processes answer with why they ended; older ones are forgotten.
+void ExecServer::add_tombstone(const std::string& key, const std::string& reason) {
+  if (tombstones_.insert_or_assign(key, reason).second) tombstone_order_.push_back(key);
+  while (tombstone_order_.size() > 4096) {
+    tombstones_.erase(tombstone_order_.front());
+    tombstone_order_.pop_front();
+  }
 }
 
 void ExecServer::drop_session(const std::string& id) {
@@ -391,7 +397,7 @@ void ExecServer::drop_session(const std::string& id) {
   for (auto& [pid, p] : s->procs) {
     p->sub.reset();
     if (p->agent) continue;  // the ExecService's: it ends them by its own rules
-    tombstones_[p->key] = "killed";
+    add_tombstone(p->key, "killed");
     pm_.remove(p->key);  // SIGKILLs and reaps what still runs
   }
   sessions_.erase(it);
@@ -436,6 +442,7 @@ void ExecServer::push_to(Process& p, Session& to, SubState& st) {
   };
   while (st.cursor < ring.total()) {
     if (!c->writable()) {
+      st.lagging = true;
       // Owner flow control (protocol §7): a slow owner slows its child, as a slow terminal
       // would, instead of letting the ring evict output. Other subscribers never do.
       if (&to == p.owner && !p.reading_paused) {
@@ -445,12 +452,14 @@ void ExecServer::push_to(Process& p, Session& to, SubState& st) {
       return c->resume_when_drained();
     }
     auto r = ring.read_from(st.cursor, SIZE_MAX);
+    // Bytes evicted before this subscriber got them: a slow consumer's when its pushes were
+    // paused meanwhile, else retention's.
     if (r.gap > 0 && c->extensions_)
       c->notify("process/gap", params({{"processId", p.id},
-                                       {"fromSeq", nullptr},
+                                       {"fromSeq", st.last_seq ? json(st.last_seq + 1) : json()},
                                        {"toSeq", r.pieces.empty() ? json() : json(r.pieces.front().seq - 1)},
                                        {"bytes", r.gap},
-                                       {"reason", "evicted"}}));
+                                       {"reason", st.lagging ? "slowConsumer" : "evicted"}}));
     std::size_t i = 0;
     while (i < r.pieces.size()) {
       session::Seq seq = r.pieces[i].seq;
@@ -469,10 +478,12 @@ void ExecServer::push_to(Process& p, Session& to, SubState& st) {
       base64_append(line, bytes);
       line += "\"}}";
       c->send_raw(std::move(line));
+      st.last_seq = seq;
     }
     if (r.next == st.cursor) break;
     st.cursor = r.next;
   }
+  st.lagging = false;  // caught up
   if (!st.sent_exited && ex) send_exited();
   if (st.sent_exited && !st.sent_closed && cl) {
     json closed = params({{"processId", p.id}, {"seq", cl}, {"outputEof", p.s->output_eof()}});
@@ -986,31 +997,45 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
 
 json ExecServer::Connection::read_result(Process& p, std::uint64_t after_seq, std::size_t max_bytes) const {
   const auto& ring = p.s->output();
-  auto r = ring.read_from(ring.offset_after_seq(after_seq), SIZE_MAX);
   json chunks = json::array();
   std::size_t bytes = 0;
   bool truncated = false;
   session::Seq last = 0;
-  std::size_t i = 0;
-  while (i < r.pieces.size()) {
-    session::Seq seq = r.pieces[i].seq;
-    if (seq <= after_seq) {  // a merged index entry can start below after_seq
-      ++i;
-      continue;
+  // The evicted middle, when this read spans it: after the head's chunks, before the tail's.
+  std::uint64_t gap = 0;
+  std::optional<session::Seq> gap_from;
+  json gap_to;
+  // A read of the ring stops at the evicted middle; the tail is a second one.
+  for (session::Offset cursor = ring.offset_after_seq(after_seq); cursor < ring.total() && !truncated;) {
+    auto r = ring.read_from(cursor, SIZE_MAX);
+    if (r.gap > 0) {
+      gap += r.gap;
+      gap_from = last ? last + 1 : after_seq + 1;
     }
-    if (!chunks.empty() && bytes >= max_bytes) {
-      truncated = true;
-      break;
+    std::size_t i = 0;
+    while (i < r.pieces.size()) {
+      session::Seq seq = r.pieces[i].seq;
+      if (seq <= after_seq) {  // a merged index entry can start below after_seq
+        ++i;
+        continue;
+      }
+      if (!chunks.empty() && bytes >= max_bytes) {
+        truncated = true;
+        break;
+      }
+      pty::Stream stream = r.pieces[i].stream;
+      std::string data;
+      while (i < r.pieces.size() && r.pieces[i].seq == seq) {
+        data.append(reinterpret_cast<const char*>(r.pieces[i].bytes.data()), r.pieces[i].bytes.size());
+        ++i;
+      }
+      if (gap_from && gap_to.is_null()) gap_to = seq - 1;
+      bytes += data.size();
+      last = seq;
+      chunks.push_back({{"seq", seq}, {"stream", pty::stream_name(stream)}, {"chunk", base64_encode(data)}});
     }
-    pty::Stream stream = r.pieces[i].stream;
-    std::string data;
-    while (i < r.pieces.size() && r.pieces[i].seq == seq) {
-      data.append(reinterpret_cast<const char*>(r.pieces[i].bytes.data()), r.pieces[i].bytes.size());
-      ++i;
-    }
-    bytes += data.size();
-    last = seq;
-    chunks.push_back({{"seq", seq}, {"stream", pty::stream_name(stream)}, {"chunk", base64_encode(data)}});
+    if (r.next <= cursor) break;
+    cursor = r.next;
   }
   const auto& v = p.s->verdict();
   json out = {{"chunks", chunks},
@@ -1026,10 +1051,9 @@ json ExecServer::Connection::read_result(Process& p, std::uint64_t after_seq, st
                                         {"detail", v->denial->detail}}
                                  : json();
   out["sandboxDenials"] = v ? denial_records(*p.s) : json();
-  out["omitted"] = r.gap > 0 ? json{{"fromSeq", after_seq + 1},
-                                    {"toSeq", chunks.empty() ? json() : json(chunks.front()["seq"].get<session::Seq>() - 1)},
-                                    {"bytes", r.gap}}
-                             : json();
+  // Cut by maxBytes right at the evicted middle: the next read (from nextSeq) reports it.
+  if (truncated && gap > 0 && gap_to.is_null()) gap = 0;
+  out["omitted"] = gap > 0 ? json{{"fromSeq", *gap_from}, {"toSeq", gap_to}, {"bytes", gap}} : json();
   return out;
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -83,6 +84,7 @@ class ExecServer {
   void after_closed(Process& p);
   void forget(Process& p, const std::string& reason);
   void drop_session(const std::string& id);
+  void add_tombstone(const std::string& key, const std::string& reason);
   std::string tombstone_reason(const std::string& key) const;
   policy::Approver approver(const std::string& session_id);
   void adopt_agent_session(long id, std::uint64_t origin);
@@ -97,7 +99,7 @@ class ExecServer {
   ExecServerOptions opts_;
   std::map<std::string, std::unique_ptr<Session>> sessions_;
   std::map<std::string, std::string> tombstones_;  // session/process → reason
-  std::vector<std::string> tombstone_order_;
+  std::deque<std::string> tombstone_order_;
   std::uint64_t next_waiter_ = 1;
   std::function<void()> shutdown_done_;
   std::chrono::steady_clock::time_point shutdown_deadline_{};

@@ -97,6 +97,11 @@ void UnixServer::accept() {
 void UnixServer::close_later(Conn* c) {
   for (auto it = conns_.begin(); it != conns_.end(); ++it) {
     if (&*it != c) continue;
+    if (it->channel) {  // nothing may call into the connection once it is gone
+      it->channel->on_line = nullptr;
+      it->channel->on_oversize = nullptr;
+      it->channel->when_below(0, nullptr);
+    }
     it->rpc.reset();  // detaches the session now; the channel goes on the next turn
     graveyard_.splice(graveyard_.end(), conns_, it);
     break;

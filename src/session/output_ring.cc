@@ -233,12 +233,16 @@ ReadResult OutputRing::read_from(Offset cursor, std::size_t max) const {
 }
 
 Offset OutputRing::offset_after_seq(Seq after) const noexcept {
-  for (const auto* index : {&head_index_, &tail_index_}) {
-    auto it = std::upper_bound(index->begin(), index->end(), after,
-                               [](Seq s, const Entry& e) { return s < e.seq; });
-    if (it != index->end()) return it->offset;
-  }
-  return total_;
+  auto first_after = [after](const auto& index) {
+    return std::upper_bound(index.begin(), index.end(), after, [](Seq s, const Entry& e) { return s < e.seq; });
+  };
+  if (auto it = first_after(head_index_); it != head_index_.end()) return it->offset;
+  auto it = first_after(tail_index_);
+  if (it == tail_index_.end()) return total_;
+  // `after` is before the tail's first chunk: what followed it up to the tail was evicted, so
+  // the position is the end of the head, and a read from there reports the gap.
+  if (it == tail_index_.begin() && evicted() > 0) return head_end();
+  return it->offset;
 }
 
 std::string OutputRing::render() const {

@@ -90,7 +90,8 @@ class OutputRing {
   // skipped before them. A read stops at the end of the head when the middle was evicted.
   ReadResult read_from(Offset cursor, std::size_t max) const;
   // The offset of the first retained byte whose chunk seq is > `after` (total() if none).
-  // A seq inside the evicted middle maps to the tail start.
+  // A seq before the tail's first chunk, with bytes evicted, maps to the head's end, so that a
+  // read from there reports the evicted middle as its gap (it may count bytes `after` saw).
   Offset offset_after_seq(Seq after) const noexcept;
   // The retained output as text: head, then "\n... N bytes omitted ...\n" when the middle
   // was evicted, then the tail.

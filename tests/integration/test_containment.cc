@@ -145,10 +145,12 @@ TEST_CASE("destroying the manager kills the escapees of sessions still running")
       auto req = request({"/bin/bash", "-c", "setsid -f sleep 9391; exec sleep 100"}, false);
       req.env = std::vector<std::string>{"PATH=/usr/bin:/bin", "UEXEC_SESSION_ID=mgr"};
       auto& s = f.start(req);
-      REQUIRE(f.run_until([&] {
+      bool found = f.run_until([&] {
         seen = s.live_descendants();
         return has_command(seen, "sleep 9391", false);
-      }));
+      });
+      if (!found) std::system("ps -eo pid,ppid,sid,stat,args | grep -E '[9]391|[s]leep 100' >&2; cat /proc/self/status | grep -i subreaper >&2");
+      REQUIRE(found);
     }
     for (const auto& p : seen) CHECK_MESSAGE((::kill(p.pid, 0) == -1 && errno == ESRCH), p.command);
     CHECK(count_zombie_children() == 0);
