@@ -181,6 +181,7 @@ function refused(args, env = {}) {
     f.stderr.includes("--allow-remote"), `${f.status} ${f.stderr}`);
   const d = await serve(["--ws", "0.0.0.0:0", "--allow-remote"]);
   check("[allow-remote] serve listens on 0.0.0.0", d.port > 0 && d.err().includes("ws://0.0.0.0:"), d.err());
+  for (let i = 0; i < 100 && !/WARNING: listening on ws:/.test(d.err()); i++) await sleep(50);
   check("[allow-remote] with a warning", /WARNING: listening on ws:\/\/0\.0\.0\.0:\d+\/, reachable from other machines/.test(d.err()), d.err());
   const url = `ws://127.0.0.1:${d.port}/`;
   let r = await upgrade(url);
@@ -205,6 +206,8 @@ function refused(args, env = {}) {
   const es = await execServer("ws://0.0.0.0:0", ["--allow-remote", "--allow-origin", "https://example.com"], { UEXEC_WS_TOKEN: token });
   const port = Number(es.url.match(/^ws:\/\/0\.0\.0\.0:(\d+)$/)?.[1] ?? 0);
   check("[allow-remote] exec-server prints its URL", port > 0, `${es.url} ${es.err()}`);
+  // The URL comes on stdout; the warning on stderr may arrive a moment later.
+  for (let i = 0; i < 100 && !es.err().includes("WARNING: listening on ws://0.0.0.0:"); i++) await sleep(50);
   check("[allow-remote] exec-server warns", es.err().includes("WARNING: listening on ws://0.0.0.0:"), es.err());
   const eurl = `ws://127.0.0.1:${port}/`;
   r = await upgrade(eurl);
