@@ -152,21 +152,28 @@ void check_read(const OutputRing& r, const Model& m, Offset cursor, std::size_t 
 void check_after_seq(const OutputRing& r, const Model& m, Seq after) {
   Offset got = r.offset_after_seq(after);
   Offset he = m.head_end(), ts = m.tail_start(), total = m.total();
-  bool retained_or_end = got == total || got < he || (got >= ts && got < total);
+  // output_ring.h: a seq before the tail's first chunk, with bytes evicted, maps to the
+  // head's end (where a read reports the evicted middle as its gap).
+  const bool evicted = ts > he;
+  bool retained_or_end = got == total || got < he || (got >= ts && got < total) || (evicted && got == he);
   FUZZ_CHECK("ring-after-seq-range", retained_or_end, "offset_after_seq({}) = {} is not retained (head_end {} tail_start {})",
              after, got, he, ts);
   if (m.merged()) return;
   Offset want = total;
+  bool tail_first = true;  // no chunk reaching into the tail seen yet
   for (const auto& c : m.chunks) {
-    if (c.seq <= after) continue;
     Offset a = c.off, b = c.off + c.len;
+    const bool in_tail = std::max(a, ts) < b;
+    if (c.seq <= after) {
+      if (in_tail) tail_first = false;
+      continue;
+    }
     if (a < he) {
       want = a;
       break;
     }
-    Offset s = std::max(a, ts);
-    if (s < b) {
-      want = s;
+    if (in_tail) {
+      want = evicted && tail_first ? he : std::max(a, ts);
       break;
     }
   }

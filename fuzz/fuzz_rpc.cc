@@ -24,7 +24,8 @@
 //               "jsonrpc":"2.0"; a response has an id and exactly one of result/error; error
 //               codes are the JSON-RPC ones the protocol uses
 //   accounting  each input line gets what protocol.md §1/§6 says: one error (id -1 native,
-//               null MCP) for unparsable or non-object input or a bad envelope, nothing for a
+//               null MCP) for unparsable or non-object input (a message nested deeper than
+//               rpc::kMaxJsonDepth counts as unparsable: json_depth.h) or a bad envelope, nothing for a
 //               notification or a stray response, exactly one response echoing the id for a
 //               request (nothing here waits: no process can exist)
 //   results     exec/* and tools/call answer with a CallToolResult
@@ -43,6 +44,7 @@
 #include "fuzz/fuzz_common.h"
 #include "fuzz/world.h"
 #include "rpc/exec_server.h"
+#include "rpc/json_depth.h"
 #include "rpc/line_channel.h"
 #include "rpc/mcp_server.h"
 
@@ -189,6 +191,9 @@ struct Harness {
       conn->handle_line(line);
     json req = json::parse(line, nullptr, false);
     Expect e = expect_for(req, mcp);
+    // The front doors refuse deep nesting before they parse (their stacks; json_depth.h), as
+    // unparsable input (regressions/fuzz_rpc/deep-nesting-*).
+    if (uexec::rpc::json_nested_deeper_than(line, uexec::rpc::kMaxJsonDepth)) e = Expect{1, mcp ? json() : json(-1), true};
     std::size_t got = sent.size() - before;
     if (trace) {
       std::fprintf(stderr, "-> %s\n", excerpt(line, 400).c_str());

@@ -98,21 +98,33 @@ std::string real(const std::string& p) {
 }
 
 
-bool match_parts(const std::vector<std::string_view>& pat, std::size_t pi,
-                 const std::vector<std::string_view>& path, std::size_t si) {
-  while (pi < pat.size()) {
+// Does the pattern's component list match the path's? A `**` component matches zero or
+// more path components, any other one matches exactly one by fnmatch(3) (flags 0).
+// m(pi, si), "pat[pi..] matches path[si..]", by dynamic programming over pi descending,
+// one row of S+1 booleans at a time: O(P·S) steps and at most one fnmatch per pair, where
+// trying every split of each `**` in turn was exponential in their number.
+bool match_parts(const std::vector<std::string_view>& pat, const std::vector<std::string_view>& path) {
+  const std::size_t S = path.size();
+  std::vector<char> next(S + 1, 0), cur(S + 1, 0);  // m(pi + 1, ·) and m(pi, ·)
+  next[S] = 1;                                       // m(P, si): only the empty rest matches
+  std::string p, s;
+  for (std::size_t pi = pat.size(); pi-- > 0;) {
     if (pat[pi] == "**") {
-      for (std::size_t k = si; k <= path.size(); ++k)
-        if (match_parts(pat, pi + 1, path, k)) return true;
-      return false;
+      cur[S] = next[S];
+      for (std::size_t si = S; si-- > 0;) cur[si] = next[si] || cur[si + 1];
+    } else {
+      cur[S] = 0;
+      p.assign(pat[pi]);
+      for (std::size_t si = 0; si < S; ++si) {
+        cur[si] = 0;
+        if (!next[si + 1]) continue;  // the rest cannot match: fnmatch need not run
+        s.assign(path[si]);
+        cur[si] = ::fnmatch(p.c_str(), s.c_str(), 0) == 0;
+      }
     }
-    if (si >= path.size()) return false;
-    std::string p(pat[pi]), s(path[si]);
-    if (::fnmatch(p.c_str(), s.c_str(), 0) != 0) return false;
-    ++pi;
-    ++si;
+    std::swap(next, cur);
   }
-  return si == path.size();
+  return next[0] != 0;
 }
 
 struct DenyScan {
@@ -134,7 +146,7 @@ void scan(DenyScan& s, const std::string& dir, int depth, const std::vector<std:
     struct stat st {};
     if (::lstat(path.c_str(), &st) != 0) continue;
     auto parts = path_components(path);
-    if (match_parts(pat, 0, parts, 0)) {
+    if (match_parts(pat, parts)) {
       (S_ISDIR(st.st_mode) ? s.out->deny_dirs : s.out->deny_files).push_back(path);
       continue;  // a masked directory hides everything below it
     }
@@ -286,7 +298,7 @@ std::vector<std::string_view> path_components(std::string_view s) {
 
 bool glob_match(std::string_view pattern, std::string_view path) noexcept {
   try {
-    return match_parts(path_components(pattern), 0, path_components(path), 0);
+    return match_parts(path_components(pattern), path_components(path));
   } catch (...) {
     return false;
   }

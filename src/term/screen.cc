@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <unordered_map>
 
 #include <fmt/format.h>
 #include <utf8proc.h>
@@ -19,7 +20,7 @@ using base::Result;
 namespace {
 
 constexpr std::size_t kMaxScrollbackLine = 4096;  // bytes kept of one scrolled-off line
-constexpr std::size_t kMaxCsi = 64;               // longer CSI sequences are not ours
+constexpr std::size_t kMaxCsi = 128;  // longer than any CSI the filter lets through
 constexpr std::size_t kMaxTitle = 1024;
 constexpr std::size_t kMaxPendingSeq = 4096;  // an unfinished sequence kept for ansi()
 
@@ -44,17 +45,6 @@ void put_utf8(std::string& out, std::uint32_t cp) {
     out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
     out += static_cast<char>(0x80 | (cp & 0x3F));
   }
-}
-
-// Length (0-3) of a trailing, valid but incomplete UTF-8 sequence.
-std::size_t incomplete_utf8_tail(std::string_view s) {
-  for (std::size_t k = 1; k <= 3 && k <= s.size(); ++k) {
-    auto c = static_cast<unsigned char>(s[s.size() - k]);
-    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
-    std::size_t need = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
-    return need > k ? k : 0;
-  }
-  return 0;
 }
 
 void rtrim(std::string& s) {
@@ -125,6 +115,64 @@ void pen_sgr(std::string& out, const Pen& p) {
   out += 'm';
 }
 
+// The width libvterm gives `cp` when it prints it alone: 0 (its combining table, which is
+// not utf8proc's), 1 or 2. Asked of a scratch terminal (one per thread, kept) and
+// remembered: how far the cursor moves when `cp` is printed at a fresh position.
+int vterm_width(std::uint32_t cp) {
+  if (cp < 0x300) return 1;  // below U+0300 nothing is combining or wide
+  struct Scratch {
+    VTerm* vt = vterm_new(1, 8);
+    std::unordered_map<std::uint32_t, int> known;
+    Scratch() {
+      if (!vt) return;
+      vterm_set_utf8(vt, 1);
+      vterm_output_set_callback(vt, [](const char*, std::size_t, void*) {}, nullptr);
+      vterm_state_reset(vterm_obtain_state(vt), 1);
+    }
+    ~Scratch() {
+      if (vt) vterm_free(vt);
+    }
+  };
+  thread_local Scratch scratch;
+  if (auto it = scratch.known.find(cp); it != scratch.known.end()) return it->second;
+  if (!scratch.vt) return utf8proc_charwidth(static_cast<utf8proc_int32_t>(cp));
+  // 'x' first, so that the character cannot join the previous probe's.
+  std::string probe = "\x1b[1;1Hx\x1b[1;4H";
+  put_utf8(probe, cp);
+  vterm_input_write(scratch.vt, probe.data(), probe.size());
+  VTermPos pos;
+  vterm_state_get_cursorpos(vterm_obtain_state(scratch.vt), &pos);
+  int width = std::clamp(pos.col - 3, 0, 2);
+  if (scratch.known.size() < 65536) scratch.known.emplace(cp, width);
+  return width;
+}
+
+// A wide character whose right half is still there (at `c + 1`, libvterm's continuation
+// cell). libvterm 0.1.4 keeps the left half when a resize cuts the right one off, or when a
+// character is written over it; a terminal shows a blank there, and so do lines() and ansi().
+template <class Get>
+bool whole_wide(const VTermScreenCell& cell, int c, int cols, Get&& get) {
+  return cell.chars[0] != 0 && cell.chars[0] != kWideContinuation && vterm_width(cell.chars[0]) == 2 &&
+         c + 1 < cols && get(c + 1).chars[0] == kWideContinuation;
+}
+
+// A row's characters as a terminal shows them, up to about `max` bytes: a wide character
+// once; a half of one without the other (see whole_wide) as a space.
+template <class Get>
+void row_chars(std::string& out, int cols, Get&& get, std::size_t max) {
+  for (int c = 0; c < cols && out.size() < max; ++c) {
+    VTermScreenCell cell = get(c);
+    if (whole_wide(cell, c, cols, get)) {
+      cell_text(out, cell);
+      ++c;
+    } else if (cell.chars[0] == kWideContinuation || (cell.chars[0] != 0 && vterm_width(cell.chars[0]) == 2)) {
+      out += ' ';
+    } else {
+      cell_text(out, cell);
+    }
+  }
+}
+
 // A cell that a repaint must draw even when it holds no character.
 bool visible_blank(const VTermScreenCell& c) {
   return !VTERM_COLOR_IS_DEFAULT_BG(&c.bg) || c.attrs.reverse || c.attrs.underline || c.attrs.strike;
@@ -171,11 +219,7 @@ struct Screen::Callbacks {
   static int sb_pushline(int cols, const VTermScreenCell* cells, void* user) {
     auto* self = static_cast<Screen*>(user);
     std::string line;
-    for (int c = 0; c < cols && line.size() < kMaxScrollbackLine; ++c) {
-      if (cells[c].chars[0] == kWideContinuation) continue;
-      cell_text(line, cells[c]);
-      if (cells[c].width == 2) ++c;
-    }
+    row_chars(line, cols, [cells](int c) { return cells[c]; }, kMaxScrollbackLine);
     rtrim(line);
     if (self->drop_blank_pushes_ > 0) {
       --self->drop_blank_pushes_;
@@ -212,36 +256,11 @@ Screen::Screen(base::PtySize size, std::size_t scrollback_lines)
 
 Screen::~Screen() = default;
 
-// Every byte a program wrote reaches libvterm here. libvterm 0.1.4 crashes or loops on some
-// output (a review's fuzzing: a UTF-8-encoded C1 control under insert mode, REP after a
-// combining mark in the DEC graphics set), so those are dropped first: C1 controls in UTF-8
-// (which terminals ignore or treat as controls; xterm.js ignores most), and REP right after
-// a non-ASCII character. Writes are cut into pieces of at most 64 KiB at a line or
-// character boundary: libvterm's stack use grows with the size of one write.
+// Every byte reaches libvterm here, after filter(). Writes are cut into pieces of at most
+// 64 KiB at a line or character boundary: libvterm's stack use grows with the size of one
+// write.
 void Screen::write_vt(std::string_view b) {
   constexpr std::size_t kMaxWrite = 64 * 1024;
-  std::string clean;
-  for (std::size_t i = 0; i + 1 < b.size(); ++i) {
-    bool c1 = b[i] == '\xc2' && static_cast<unsigned char>(b[i + 1]) >= 0x80 && static_cast<unsigned char>(b[i + 1]) <= 0x9f;
-    bool rep = b[i] == '\x1b' && b[i + 1] == '[' && i > 0 && static_cast<unsigned char>(b[i - 1]) >= 0x80;
-    if (!c1 && !rep) continue;
-    if (rep) {
-      std::size_t j = i + 2;
-      while (j < b.size() && b[j] >= '0' && b[j] <= '9') ++j;
-      if (j >= b.size() || b[j] != 'b') continue;
-      if (clean.empty() && i > 0) clean.reserve(b.size());
-      clean.append(b.substr(0, i));
-      b = b.substr(j + 1);
-    } else {
-      clean.append(b.substr(0, i));
-      b = b.substr(i + 2);
-    }
-    i = static_cast<std::size_t>(-1);
-  }
-  if (!clean.empty()) {
-    clean.append(b);
-    b = clean;
-  }
   while (!b.empty()) {
     std::size_t n = b.size();
     if (n > kMaxWrite) {
@@ -255,23 +274,244 @@ void Screen::write_vt(std::string_view b) {
 }
 
 void Screen::feed(std::string_view bytes) {
-  // libvterm 0.1 turns a UTF-8 sequence split across two writes after text into U+FFFD, and
-  // reads split them all the time: an incomplete tail waits for the rest.
-  std::string joined;
-  if (!utf8_hold_.empty()) {
-    joined = utf8_hold_;
-    joined.append(bytes);
-    utf8_hold_.clear();
-    bytes = joined;
+  std::string clean;
+  clean.reserve(bytes.size() + fseq_.size() + 8);
+  filter(bytes, clean);
+  feed_whole(clean);
+}
+
+// The filter of the essay. Its parser follows libvterm 0.1.4's (parser.c): NUL and DEL are
+// ignored everywhere; CAN and SUB abandon a sequence; ESC starts one anywhere (in a string
+// it may be ST); other C0 controls are executed wherever they stand, even inside a sequence;
+// a CSI is leader bytes (0x3C-0x3F), then digits and separators (';' ':'), then
+// intermediates (0x20-0x2F), then a final byte (0x40-0x7E), and any other byte ends it
+// unexecuted and is lost; after ESC, a byte of 0x80 or more is ignored.
+void Screen::filter(std::string_view in, std::string& out) {
+  const std::size_t n = in.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    if (fstate_ == FilterState::kGround) {
+      // The hot path: a run of printable ASCII goes through as it is.
+      std::size_t j = i;
+      while (j < n && static_cast<unsigned char>(in[j]) >= 0x20 && static_cast<unsigned char>(in[j]) < 0x7f) ++j;
+      if (j > i) {
+        if (!u8_.empty()) {  // printable ASCII interrupts a character
+          out += "\xef\xbf\xbd";
+          u8_.clear();
+          u8_need_ = 0;
+        }
+        out.append(in.substr(i, j - i));
+        frep_ok_ = true;
+        i = j - 1;
+        continue;
+      }
+    }
+    filter_byte(static_cast<unsigned char>(in[i]), out);
   }
-  std::size_t hold = incomplete_utf8_tail(bytes);
-  utf8_hold_.assign(bytes.substr(bytes.size() - hold));
-  feed_whole(bytes.substr(0, bytes.size() - hold));
+}
+
+void Screen::filter_reset_seq() {
+  fseq_.assign("\x1b");
+  fraw_.assign("\x1b");
+  fraw_whole_ = true;
+  fdrop_ = false;
+}
+
+void Screen::filter_byte(unsigned char c, std::string& out) {
+  auto raw = [this](unsigned char ch) {
+    if (!fraw_whole_) return;
+    if (fraw_.size() >= kMaxPendingSeq) {
+      fraw_whole_ = false;
+      fraw_.clear();
+      return;
+    }
+    fraw_ += static_cast<char>(ch);
+  };
+  // Bytes with the same meaning in every state.
+  if (c == 0x00 || c == 0x7f) return;
+  if (c == 0x18 || c == 0x1a) {  // CAN, SUB: the sequence or string is abandoned
+    fstate_ = FilterState::kGround;
+    frep_ok_ = false;
+    return;
+  }
+  if (c == 0x1b) {
+    if (fstate_ == FilterState::kString) {
+      fstate_ = FilterState::kStringEsc;
+      raw(c);
+      return;
+    }
+    if (fstate_ == FilterState::kStringEsc) string_done();  // ESC ESC: the string ends
+    fseq_rep_ok_ = fstate_ == FilterState::kGround && frep_ok_;
+    frep_ok_ = false;
+    fstate_ = FilterState::kEsc;
+    filter_reset_seq();
+    return;
+  }
+  if (fstate_ == FilterState::kString || fstate_ == FilterState::kStringEsc) {
+    if (fstate_ == FilterState::kStringEsc) {  // ST is ESC '\'; any other ESC also ends the string
+      string_done();
+      fstate_ = FilterState::kGround;
+      if (c == '\\') return;
+      fstate_ = FilterState::kEsc;
+      fseq_rep_ok_ = false;
+      filter_reset_seq();
+      filter_byte(c, out);
+      return;
+    }
+    if (c == 0x07) {  // BEL ends a string too
+      string_done();
+      fstate_ = FilterState::kGround;
+      return;
+    }
+    if (c < 0x20) return;  // C0 controls inside a string: ignored, as xterm does
+    if (osc_ && str_.size() <= kMaxTitle + 2) str_ += static_cast<char>(c);
+    raw(c);
+    return;
+  }
+  if (c < 0x20) {  // a C0 control: executed now, wherever it stands
+    out += static_cast<char>(c);
+    frep_ok_ = fseq_rep_ok_ = false;
+    return;
+  }
+  switch (fstate_) {
+    case FilterState::kGround:
+      frep_ok_ = false;
+      filter_utf8(c, out);  // (printable ASCII took the hot path)
+      return;
+    case FilterState::kEsc: {
+      if (c >= 0x80) return;  // ignored; the sequence goes on
+      raw(c);
+      const bool inter = fseq_.size() > 1;  // intermediates so far
+      if (c == '[') {
+        fstate_ = FilterState::kCsiLeader;
+        fseq_.assign("\x1b[");  // libvterm forgets intermediates here
+        fseps_ = 0;
+        fnum_at_ = fseq_.size();
+        fnum_ = 0;
+      } else if (c == ']' || c == 'P' || (!inter && (c == '_' || c == '^' || c == 'X'))) {
+        fstate_ = FilterState::kString;  // OSC, DCS, APC, PM, SOS: swallowed
+        osc_ = c == ']';
+        str_.clear();
+      } else if (c >= 0x20 && c <= 0x2f) {  // an intermediate
+        if (fseq_.size() >= 3) fdrop_ = true;  // more than two: nobody's
+        else fseq_ += static_cast<char>(c);
+      } else {  // a final byte (0x30-0x7E; 0x40-0x5F alone is a 7-bit C1 control)
+        fstate_ = FilterState::kGround;
+        if (fdrop_) return;
+        fseq_ += static_cast<char>(c);
+        out += fseq_;
+        if (fseq_ == "\x1b" "c") {  // RIS: libvterm's decoders start again
+          u8_.clear();
+          u8_need_ = 0;
+        }
+      }
+      return;
+    }
+    case FilterState::kCsiLeader:
+      if (c >= 0x3c && c <= 0x3f) {
+        raw(c);
+        if (fseq_.size() > 2) fdrop_ = true;  // a second leader byte: libvterm ignores the CSI
+        else fseq_ += static_cast<char>(c);
+        fnum_at_ = fseq_.size();
+        return;
+      }
+      fstate_ = FilterState::kCsiParam;
+      [[fallthrough]];
+    case FilterState::kCsiParam:
+      if (c >= '0' && c <= '9') {
+        raw(c);
+        if (fdrop_) return;
+        fnum_ = std::min<std::uint32_t>(fnum_ * 10 + (c - '0'), 99999);
+        if (fseq_.size() - fnum_at_ < 5) {
+          fseq_ += static_cast<char>(c);
+        } else {  // a sixth digit: the value, saturated at 99999
+          fseq_.resize(fnum_at_);
+          fseq_ += std::to_string(fnum_);
+        }
+        return;
+      }
+      if (c == ';' || c == ':') {
+        raw(c);
+        // libvterm 0.1.4 has room for 16 parameters and writes past them (CSI_ARGS_MAX).
+        if (++fseps_ > 15) fdrop_ = true;
+        if (fdrop_) return;
+        fseq_ += static_cast<char>(c);
+        fnum_at_ = fseq_.size();
+        fnum_ = 0;
+        return;
+      }
+      fstate_ = FilterState::kCsiInter;
+      [[fallthrough]];
+    case FilterState::kCsiInter:
+      if (c >= 0x20 && c <= 0x2f) {
+        raw(c);
+        if (fseq_.size() > 0 && static_cast<unsigned char>(fseq_.back()) >= 0x20 &&
+            static_cast<unsigned char>(fseq_.back()) <= 0x2f)
+          fdrop_ = true;  // a second intermediate byte: libvterm ignores the CSI
+        else if (!fdrop_)
+          fseq_ += static_cast<char>(c);
+        return;
+      }
+      fstate_ = FilterState::kGround;
+      if (c >= 0x40 && c <= 0x7e) {
+        filter_csi_final(c, out);
+        return;
+      }
+      // Anything else ends the CSI unexecuted and is lost with it (a byte of 0x80 or more too).
+      return;
+    case FilterState::kString:
+    case FilterState::kStringEsc:
+      return;  // handled above
+  }
+}
+
+void Screen::filter_csi_final(unsigned char c, std::string& out) {
+  if (fdrop_) return;
+  // REP repeats libvterm's last character, looping forever when it knows none of width 1.
+  if (c == 'b' && !fseq_rep_ok_) return;
+  fseq_ += static_cast<char>(c);
+  out += fseq_;
+  frep_ok_ = c == 'b';  // REP leaves the last character as it was
+}
+
+// Text bytes of 0x80 and above: well-formed UTF-8 (Unicode Table 3-7) goes through whole, a
+// C1 control is dropped, each maximal ill-formed subpart becomes one U+FFFD.
+void Screen::filter_utf8(unsigned char c, std::string& out) {
+  if (u8_need_ > 0) {
+    if (c >= u8_lo_ && c <= u8_hi_) {
+      u8_ += static_cast<char>(c);
+      u8_lo_ = 0x80;
+      u8_hi_ = 0xBF;
+      if (--u8_need_ > 0) return;
+      bool c1 = u8_.size() == 2 && u8_[0] == '\xc2' && static_cast<unsigned char>(u8_[1]) <= 0x9f;
+      if (!c1) out += u8_;
+      u8_.clear();
+      return;
+    }
+    out += "\xef\xbf\xbd";  // cut short; `c` starts afresh
+    u8_.clear();
+    u8_need_ = 0;
+  }
+  std::size_t need = 0;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) need = 1;
+  else if (c == 0xE0) need = 2, lo = 0xA0;
+  else if (c == 0xED) need = 2, hi = 0x9F;
+  else if (c >= 0xE1 && c <= 0xEF) need = 2;
+  else if (c == 0xF0) need = 3, lo = 0x90;
+  else if (c >= 0xF1 && c <= 0xF3) need = 3;
+  else if (c == 0xF4) need = 3, hi = 0x8F;
+  if (need == 0) {  // a lone continuation byte, C0/C1 (overlong) or F5-FF
+    out += "\xef\xbf\xbd";
+    return;
+  }
+  u8_.assign(1, static_cast<char>(c));
+  u8_need_ = need;
+  u8_lo_ = lo;
+  u8_hi_ = hi;
 }
 
 void Screen::feed_whole(std::string_view b) {
   if (b.empty()) return;
-  seq_start_ = std::string_view::npos;
   bool captured = false;
   // Walks the bytes once with the mode scanner, finding "plain runs": text, CR, LF, TAB, BS,
   // BEL and SGR sequences, which only draw lines and set the pen. A run with many CRLFs is
@@ -312,7 +552,6 @@ void Screen::feed_whole(std::string_view b) {
     const unsigned char c = static_cast<unsigned char>(b[i]);
     const ScanState before = scan_;
     scan_byte(c);
-    if (c == 0x1b && scan_ == ScanState::kEsc && before != ScanState::kEsc) seq_start_ = i;
     if (before == ScanState::kGround) {
       bool plain = c >= 0x20 || c == '\r' || c == '\n' || c == '\t' || c == '\b' || c == 0x07 || c == 0x1b;
       if (!plain) {
@@ -358,18 +597,24 @@ void Screen::feed_whole(std::string_view b) {
         }
       }
     }
+    if (cursor_restore_) {
+      // libvterm 0.1.4's DECRC puts the saved position back as it is, also one that a
+      // resize has since left outside the screen, where the next character is written out
+      // of bounds, or one outside the margins in origin mode, which no repaint can address
+      // (CSIs that restore it, ?1048l and ?1049l, clamp it, and so does any CSI after).
+      // Up to here, then a CSI that libvterm handles by doing nothing but clamping the
+      // cursor (an unknown DEC mode: `?0h`), when the cursor is out.
+      cursor_restore_ = false;
+      write_vt(b.substr(fed, i + 1 - fed));
+      fed = i + 1;
+      VTermPos pos;
+      vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &pos);
+      if (modes_.origin || pos.row < 0 || pos.row >= size_.rows || pos.col < 0 || pos.col >= size_.cols)
+        vterm_input_write(impl_->vt, "\x1b[?0h", 5);
+    }
   }
   if (active) close_run(scan_ == ScanState::kGround ? n : esc);
   write_vt(b.substr(fed));
-  // A sequence still open at the end (a read split it) is kept for ansi(): the viewer must
-  // get it too, or it would print its tail as text.
-  if (scan_ == ScanState::kGround) {
-    pending_seq_.clear();
-  } else {
-    if (seq_start_ != std::string_view::npos) pending_seq_.assign(b.substr(seq_start_));
-    else pending_seq_.append(b);
-    if (pending_seq_.size() > kMaxPendingSeq) pending_seq_.clear();  // a huge OSC: dropped
-  }
 }
 
 void Screen::capture_primary() {
@@ -518,16 +763,12 @@ void Screen::resize(base::PtySize size) {
   std::string fix = fmt::format("\x1b[r\x1b[{};{}H", std::clamp(pos.row, 0, s.rows - 1) + 1, std::clamp(pos.col, 0, s.cols - 1) + 1);
   vterm_input_write(impl_->vt, fix.data(), fix.size());
   modes_.top = modes_.bottom = 0;
+  frep_ok_ = fseq_rep_ok_ = false;  // a REP from now on needs a character first
 }
 
 std::string Screen::row_text(int row) const {
   std::string line;
-  for (int c = 0; c < size_.cols; ++c) {
-    VTermScreenCell cell = impl_->cell(row, c);
-    if (cell.chars[0] == kWideContinuation) continue;
-    cell_text(line, cell);
-    if (cell.width == 2) ++c;
-  }
+  row_chars(line, size_.cols, [this, row](int c) { return impl_->cell(row, c); }, std::string::npos);
   rtrim(line);
   return line;
 }
@@ -551,30 +792,60 @@ std::string Screen::ansi() const {
     out.append(static_cast<std::size_t>(size_.rows - 1), '\n');
     out += "\x1b[H";
   }
-  auto paint = [&out](int rows, int cols, auto&& get) {
+  // A cell that holds only combining characters (libvterm makes one, of width 0, when a mark
+  // follows a cursor move) would join the cell printed before it, and the cursor would not
+  // move past it: such cells are painted first, each over a space of its own, and the row's
+  // other cells then jump over them.
+  auto lone_mark = [](const VTermScreenCell& c) { return c.chars[0] != kWideContinuation && vterm_width(c.chars[0]) == 0; };
+  auto paint = [&out, &lone_mark](int rows, int cols, auto&& get) {
     Pen pen;
     bool pen_set = false;
+    auto use_pen = [&](const VTermScreenCell& cell) {
+      Pen p{cell.attrs, cell.fg, cell.bg};
+      if (!pen_set || !same_pen(p, pen)) {
+        pen_sgr(out, p);
+        pen = p;
+        pen_set = true;
+      }
+    };
     for (int r = 0; r < rows; ++r) {
       int last = -1;
+      bool marks = false;
       for (int c = 0; c < cols; ++c) {
         VTermScreenCell cell = get(r, c);
         if ((cell.chars[0] != 0 && cell.chars[0] != kWideContinuation) || visible_blank(cell)) last = c;
+        marks = marks || lone_mark(cell);
       }
       if (last < 0) continue;
+      for (int c = 0; marks && c <= last; ++c) {
+        VTermScreenCell cell = get(r, c);
+        if (!lone_mark(cell)) continue;
+        // A space there first: libvterm joins a mark to the last character printed when the
+        // cursor stands right after it, wherever that character has gone since (scrolled away).
+        out += fmt::format("\x1b[{0};{1}H \x1b[{0};{1}H", r + 1, c + 1);
+        use_pen(cell);
+        cell_text(out, cell);
+      }
       out += fmt::format("\x1b[{};1H", r + 1);
+      bool jump = false;
+      auto row = [&get, r](int c) { return get(r, c); };
       for (int c = 0; c <= last; ++c) {
         VTermScreenCell cell = get(r, c);
-        if (cell.chars[0] == kWideContinuation) continue;
-        Pen p{cell.attrs, cell.fg, cell.bg};
-        if (!pen_set || !same_pen(p, pen)) {
-          pen_sgr(out, p);
-          pen = p;
-          pen_set = true;
+        if (lone_mark(cell)) {
+          jump = true;
+          continue;
         }
-        if (c == cols - 1 && cell.chars[0] != 0 && utf8proc_charwidth(static_cast<utf8proc_int32_t>(cell.chars[0])) == 2)
-          out += ' ';  // a wide character cropped into the last column by a resize: it would wrap
-        else cell_text(out, cell);
-        if (cell.width == 2) ++c;
+        if (jump) out += fmt::format("\x1b[{};{}H", r + 1, c + 1);
+        jump = false;
+        use_pen(cell);
+        if (whole_wide(cell, c, cols, row)) {
+          cell_text(out, cell);
+          ++c;
+        } else if (cell.chars[0] == kWideContinuation || (cell.chars[0] != 0 && vterm_width(cell.chars[0]) == 2)) {
+          out += ' ';  // half a wide character (whole_wide): printed, it would wrap or overlap
+        } else {
+          cell_text(out, cell);
+        }
       }
     }
   };
@@ -623,9 +894,12 @@ std::string Screen::ansi() const {
     out += fmt::format("\x1b[{};{}H", cur.row + 1, cur.col + 1);
   }
   out += cur.visible ? "\x1b[?25h" : "\x1b[?25l";
-  // What the program is in the middle of writing (a sequence or a character split by a read).
-  out += pending_seq_;
-  out += utf8_hold_;
+  // What the program is in the middle of writing (a character or a sequence split by a
+  // read), as the filter holds it: libvterm has executed none of it (C0 controls inside a
+  // sequence have run, and are not repeated). The character began first: within a
+  // sequence or a string no byte reaches the UTF-8 decoder.
+  out += u8_;
+  if (fstate_ != FilterState::kGround && fraw_whole_) out += fraw_;
   return out;
 }
 
@@ -672,73 +946,41 @@ void Screen::push_scrollback(std::string line) {
   scrollback_.push_back(std::move(line));
 }
 
-// The mode scanner: ESC, CSI and string (OSC/DCS/APC/PM/SOS) framing, enough to see the
-// DEC private modes and margins that libvterm 0.1 keeps to itself.
-void Screen::scan(std::string_view bytes) {
-  for (unsigned char c : bytes) scan_byte(c);
-}
-
+// The mode scanner: ESC and CSI framing over the filtered bytes (whole sequences, no
+// strings), enough to see the DEC private modes and margins that libvterm 0.1 keeps to itself.
 void Screen::scan_byte(unsigned char c) {
-  {
-    switch (scan_) {
-      case ScanState::kGround:
-        if (c == 0x1b) scan_ = ScanState::kEsc;
-        break;
-      case ScanState::kEsc:
-        if (c == '[') {
-          scan_ = ScanState::kCsi;
-          csi_.clear();
-        } else if (c == ']' || c == 'P' || c == '_' || c == '^' || c == 'X') {
-          scan_ = ScanState::kString;
-          osc_ = c == ']';
-          str_.clear();
-        } else if (c == 'c') {  // RIS: a full reset
-          modes_ = Modes{};
-          scan_ = ScanState::kGround;
-        } else if (c == 0x1b || (c >= 0x20 && c <= 0x2f)) {
-          // another ESC restarts; intermediates (charset designations) wait for their final
-        } else {
-          scan_ = ScanState::kGround;
-        }
-        break;
-      case ScanState::kCsi:
-        if (c >= 0x40 && c <= 0x7e) {
-          if (csi_.size() < kMaxCsi) {
-            csi_ += static_cast<char>(c);
-            csi_done();
-          }
-          scan_ = ScanState::kGround;
-        } else if (c == 0x1b) {
-          scan_ = ScanState::kEsc;  // an aborted sequence
-        } else if (c == 0x18 || c == 0x1a) {
-          scan_ = ScanState::kGround;  // CAN, SUB cancel
-        } else if (c >= 0x20 && csi_.size() < kMaxCsi) {
-          csi_ += static_cast<char>(c);
-        } else if (c >= 0x20) {
-          csi_.assign(kMaxCsi, '\0');  // too long to be ours: ignored at its final byte
-        }
-        break;
-      case ScanState::kString:
-        if (c == 0x07) {
-          string_done();
-          scan_ = ScanState::kGround;
-        } else if (c == 0x18 || c == 0x1a) {
-          scan_ = ScanState::kGround;
-        } else if (c == 0x1b) {
-          scan_ = ScanState::kStringEsc;
-        } else if (osc_ && str_.size() <= kMaxTitle + 2) {
-          str_ += static_cast<char>(c);
-        }
-        break;
-      case ScanState::kStringEsc:  // ST is ESC '\'; any other ESC also ends the string
+  switch (scan_) {
+    case ScanState::kGround:
+      if (c == 0x1b) {
+        scan_ = ScanState::kEsc;
+        csi_.clear();  // the intermediates of an ESC sequence
+      }
+      break;
+    case ScanState::kEsc:
+      if (c == '[') {
+        scan_ = ScanState::kCsi;
+        csi_.clear();
+      } else if (c >= 0x20 && c <= 0x2f) {
+        csi_ += static_cast<char>(c);  // (the filter lets two through at most)
+      } else {
+        if (c == 'c' && csi_.empty()) modes_ = Modes{};  // RIS: a full reset
+        if (c == '8' && csi_.empty()) cursor_restore_ = true;
         scan_ = ScanState::kGround;
-        string_done();
-        if (c != '\\') {
-          scan_ = ScanState::kEsc;
-          scan_byte(c);
+      }
+      break;
+    case ScanState::kCsi:
+      if (c >= 0x40 && c <= 0x7e) {
+        if (csi_.size() < kMaxCsi) {
+          csi_ += static_cast<char>(c);
+          csi_done();
         }
-        break;
-    }
+        scan_ = ScanState::kGround;
+      } else if (c >= 0x20 && csi_.size() < kMaxCsi) {
+        csi_ += static_cast<char>(c);
+      } else if (c >= 0x20) {
+        csi_.assign(kMaxCsi, '\0');  // too long to be ours: ignored at its final byte
+      }
+      break;
   }
 }
 
@@ -800,13 +1042,22 @@ void Screen::csi_done() {
     modes_.top = 1;  // DECSLRM: left/right margins; the fast path stays off
     modes_.bottom = size_.rows;
   } else if (final == 'r' && body.find_first_not_of("0123456789;") == std::string_view::npos) {
+    // DECSTBM exactly as libvterm 0.1.4 reads it (state.c): a missing top is 1, a missing
+    // bottom the last row, both clamped to the screen; a region of no rows (0 is a value
+    // here, not a default) is the full screen again.
     auto n = numbers(body);
-    int top = n.empty() ? 0 : n[0];
-    int bottom = n.size() > 1 ? n[1] : 0;
-    if (top <= 1 && (bottom == 0 || bottom >= size_.rows)) top = bottom = 0;  // the full screen
-    else if (bottom != 0 && bottom <= top) return;  // invalid: terminals ignore it
-    modes_.top = top;
-    modes_.bottom = bottom;
+    const int rows = size_.rows;
+    std::size_t semi = body.find(';');
+    bool has_top = !body.empty() && semi != 0;
+    bool has_bottom = semi != std::string_view::npos && semi + 1 < body.size() && body[semi + 1] != ';';
+    int top = std::clamp((has_top ? n[0] : 1) - 1, 0, rows);  // 0-based
+    int bottom = has_bottom ? std::min(n[1], rows) : rows;    // exclusive
+    if (bottom <= top || (top == 0 && bottom == rows)) {
+      modes_.top = modes_.bottom = 0;  // the full screen
+    } else {
+      modes_.top = top + 1;
+      modes_.bottom = bottom;
+    }
   } else if (final == 'p' && body == "!") {  // DECSTR, a soft reset (libvterm 0.1 keeps the margins)
     modes_.app_cursor = modes_.origin = false;
     modes_.autowrap = true;

@@ -160,6 +160,36 @@ TEST_CASE("glob_match: components, '**' at any depth") {
   CHECK(glob_match("/w/.env*", "/w/.env.local"));
 }
 
+TEST_CASE("glob_match: '**' edge cases, and many of them (was exponential, fuzz_policy)") {
+  CHECK(glob_match("/**", "/"));
+  CHECK(glob_match("/**", "/a/b"));
+  CHECK(glob_match("**", ""));
+  CHECK(glob_match("/a/**", "/a"));  // zero components
+  CHECK_FALSE(glob_match("/a/**/b", "/a/c"));
+  CHECK(glob_match("/a/**/**/b", "/a/b"));
+  CHECK(glob_match("/a/**/x/**/y", "/a/1/x/2/3/y"));
+  CHECK_FALSE(glob_match("/a/**/x/**/y", "/a/1/y/2/3/x"));
+  CHECK(glob_match("/**/a/*/b", "/q/a/z/b"));
+  CHECK_FALSE(glob_match("/**/a/*/b", "/q/a/b"));
+  CHECK(glob_match("/a/x**y/c", "/a/xqqy/c"));  // '**' inside a component is fnmatch's '*'
+  CHECK_FALSE(glob_match("/a/x**y/c", "/a/x/y/c"));
+  CHECK_FALSE(glob_match("/a", "/a/b"));
+  CHECK_FALSE(glob_match("/a/b", "/a"));
+  // fuzz/regressions/fuzz_policy/glob-double-star-exponential: 13 '**' before a component
+  // that never matches, against 40 components. Trying every split of every '**' took
+  // about 40^13 steps; the answer is all this test asserts.
+  std::string pattern, path;
+  for (int i = 0; i < 13; ++i) pattern += "/**";
+  pattern += "/x";
+  for (int i = 0; i < 40; ++i) path += "/a";
+  CHECK_FALSE(glob_match(pattern, path));
+  CHECK(glob_match(pattern, path + "/x"));
+  std::string many;
+  for (int i = 0; i < 200; ++i) many += "/**/a";
+  CHECK_FALSE(glob_match(many + "/b", path + path + path + path + path));
+  CHECK(glob_match(many, std::string(path + path + path + path + path).substr(0, 400)));
+}
+
 TEST_CASE("canonical_root refuses symlinked and missing roots") {
   Scratch s;
   fs::create_directories(s / "real/sub");

@@ -313,6 +313,10 @@ TEST_CASE("screen: review findings on the fast path and the repaint") {
   copy->feed(w->ansi());
   CHECK(copy->lines()[0] == w->lines()[0]);
   CHECK(copy->lines()[1] == w->lines()[1]);
+  // The resize erased it, as xterm.js does (fuzz: a repaint cannot put half a character back).
+  CHECK(w->lines()[2] == "abcdefgh");
+  CHECK(copy->lines() == w->lines());
+  CHECK(copy->cursor().col == w->cursor().col);
   // DECSTR keeps libvterm's margins: the fast path must stay off.
   auto r1 = screen({6, 20}), r2 = screen({6, 20});
   std::string margins = "\x1b[2;3r\x1b[!p";
@@ -321,4 +325,232 @@ TEST_CASE("screen: review findings on the fast path and the repaint") {
   for (char ch : margins) r2->feed(std::string(1, ch));
   CHECK(r1->lines() == r2->lines());
   CHECK(r1->cursor().row == r2->cursor().row);
+}
+
+// ---- The filter in front of libvterm (screen.h's essay), one case per fuzz_screen finding ----
+
+namespace {
+
+// "\x1b[" + n parameters "1;1;…;1" + final.
+std::string csi_with_params(int n, const std::string& last, char final) {
+  std::string s = "\x1b[";
+  for (int i = 1; i < n; ++i) s += "0;";
+  return s + last + final;
+}
+
+// The cell SGR in front of `text` in the repaint.
+bool painted_with(const Screen& s, const std::string& sgr_and_text) { return s.ansi().find(sgr_and_text) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("screen: a CSI with more than 16 parameters never reaches libvterm (fuzz: csi-with-17-params)") {
+  // libvterm 0.1.4 keeps 16 parameters and wrote the 17th past its array.
+  auto s = screen();
+  s->feed(csi_with_params(17, "1", 'm') + "A");
+  CHECK(s->lines()[0] == "A");
+  CHECK(painted_with(*s, "\x1b[0mA"));  // dropped whole: not bold
+  s->feed(csi_with_params(16, "1", 'm') + "B");
+  CHECK(painted_with(*s, "\x1b[0;1mB"));  // 16 fit
+  // The same, a byte per feed: the count goes on across feeds.
+  auto t = screen();
+  for (char c : csi_with_params(17, "1", 'm') + "A" + csi_with_params(40, "1", 'm') + "C") t->feed(std::string(1, c));
+  CHECK(t->lines()[0] == "AC");
+  CHECK(painted_with(*t, "\x1b[0mAC"));
+  for (char c : csi_with_params(16, "1", 'm') + "B") t->feed(std::string(1, c));
+  CHECK(painted_with(*t, "\x1b[0;1mB"));
+  // ':' separates parameters too; a C0 control inside runs, the CSI is still counted.
+  auto u = screen();
+  std::string colons = "\x1b[38:2";
+  for (int i = 0; i < 20; ++i) colons += ":1";
+  u->feed(colons + "m" + "x\r\x1b[1;\n" + std::string(15, ';') + "5m" + "y");
+  CHECK(u->lines()[0] == "x");
+  CHECK(u->lines()[1] == "y");
+  CHECK(painted_with(*u, "\x1b[0mx\x1b[2;1Hy"));  // one default pen for both
+  // A huge parameter saturates instead of overflowing libvterm's long: the cursor stops at
+  // the last column; more than one leader or intermediate byte: ignored, like libvterm.
+  auto v = screen({5, 20});
+  v->feed("\x1b[99999999999999999999999999C");
+  CHECK(v->cursor().col == 19);
+  v->feed("\r\x1b[??1h\x1b[1$$p");
+  CHECK_FALSE(v->app_cursor_keys());
+  check_repaint(*v);
+}
+
+TEST_CASE("screen: C1 controls never reach libvterm, even with C0 controls inside (fuzz: c1-split)") {
+  // C2 <C0> 8F passed the old byte-pair filter; libvterm decoded U+008F and crashed.
+  auto s = screen();
+  s->feed(std::string("\x1b[4h\xc2\x00\x8f" "ABC", 10));
+  CHECK(s->lines()[0] == "ABC");
+  CHECK(s->cursor().col == 3);
+  auto t = screen();
+  t->feed("\x1b[4h\xc2\n\x8fX");  // the LF runs; U+008F is dropped
+  CHECK(t->cursor().row == 1);
+  CHECK(t->lines()[1] == "X");
+  for (const char* piece : {"\xc2", "\x1b[1m", "\r", "\x85", "Y"}) t->feed(piece);  // NEL as UTF-8, in pieces
+  CHECK(t->lines()[1] == "YX");  // (insert mode)
+  CHECK(t->cursor().row == 1);
+  // A character cut by a C0 control or a sequence is finished after it, as libvterm's own
+  // decoder does; printable ASCII cuts it short (U+FFFD); ill-formed bytes are U+FFFD each
+  // maximal subpart (a surrogate's three bytes: three).
+  auto u = screen();
+  u->feed("x\xc3\r\xa9\r\n\xc3" "A\r\n\xed\xa0\x80\r\n\xe6\x1b[1m\x97\xa5\r\n\xff\xc0\x80");
+  auto lines = u->lines();
+  CHECK(lines[0] == "\u00e9");
+  CHECK(lines[1] == "\ufffdA");
+  CHECK(lines[2] == "\ufffd\ufffd\ufffd");
+  CHECK(lines[3] == "\u65e5");
+  CHECK(painted_with(*u, "\x1b[0;1m\u65e5"));  // bold: the SGR ran before the character ended
+  CHECK(lines[4] == "\ufffd\ufffd\ufffd");
+  // RIS forgets half a character, as libvterm's decoders are reset.
+  auto r = screen();
+  r->feed("\xe6\x1b" "c\x97\xa5");
+  CHECK(r->lines()[0] == "\ufffd\ufffd");
+  check_repaint(*u);
+}
+
+TEST_CASE("screen: REP only right after a printable ASCII character (fuzz: rep-without-previous-character)") {
+  // libvterm 0.1.4 loops forever on REP when it knows no previous character of width 1.
+  auto s = screen({5, 20});
+  s->feed("\x1b[b");  // at the start
+  s->feed("\x1b[?1049h\x1b[5b");  // right after the switch to the alternate screen
+  s->feed("\x1b[?1049l\x1b" "c\x1b[3b");  // after a reset
+  s->feed("\xe4\xb8\xad\x1b[3b");  // after a wide character
+  s->feed("\xcc\x81\x1b[3b");  // after a combining mark
+  s->feed("\r\n\x1b[3b|");  // after a control
+  CHECK(s->lines()[0] == "\u4e2d\u0301");
+  CHECK(s->lines()[1] == "|");
+  auto t = screen({5, 20});
+  t->feed("a\x1b[3b");
+  CHECK(t->lines()[0] == "aaaa");
+  t->feed("\x1b[2b");  // REP after REP: the character is still there
+  CHECK(t->lines()[0] == "aaaaaa");
+  t->feed("b\x1b[");  // split across feeds
+  t->feed("2b");
+  CHECK(t->lines()[0] == "aaaaaabbb");
+  t->feed("c\x1b[1m\x1b[2b");  // a sequence in between: dropped (the simple rule)
+  CHECK(t->lines()[0] == "aaaaaabbbc");
+  t->feed("d");
+  t->resize({6, 20});  // a resize in between: dropped
+  t->feed("\x1b[2b");
+  CHECK(t->lines()[0] == "aaaaaabbbcd");
+  check_repaint(*t);
+}
+
+TEST_CASE("screen: the repaint appends only what libvterm has not executed (fuzz: repaint-open-csi-*)") {
+  // An open CSI with a C0 control inside: the LF ran once; the viewer gets "ESC [" only.
+  auto s = screen({24, 80});
+  s->feed("Ow\x1b[\n");
+  CHECK(s->cursor().row == 1);
+  check_repaint(*s);
+  auto viewer = screen({24, 80});
+  viewer->feed(s->ansi());
+  viewer->feed("31mred");
+  s->feed("31mred");
+  CHECK(viewer->lines() == s->lines());
+  CHECK(viewer->ansi() == s->ansi());
+  // A CSI ended by a byte of 0x80 or more (libvterm drops both): nothing is open any more,
+  // and the lone continuation byte after it was drawn once, as U+FFFD.
+  auto t = screen({24, 117});
+  t->feed("tw\x1b[\xb8\xad");
+  CHECK(t->lines()[0] == "tw\ufffd");
+  check_repaint(*t);
+  // Half a character, then an open OSC: both are handed on, in that order, unexecuted.
+  auto u = screen({5, 20});
+  u->feed("ab\xe6\r\x1b]2;ti");
+  std::string a = u->ansi();
+  CHECK(a.substr(a.size() - 7) == "\xe6\x1b]2;ti");
+  check_repaint(*u);
+  auto v = screen({5, 20});
+  v->feed(a);
+  v->feed("tle\x07\x97\xa5z");
+  u->feed("tle\x07\x97\xa5z");
+  CHECK(u->title() == "title");
+  CHECK(v->title() == "title");
+  CHECK(u->lines()[0] == "\u65e5z");  // the character ends after the string, at column 0 (the CR)
+  CHECK(v->lines() == u->lines());
+  CHECK(v->cursor().col == u->cursor().col);
+}
+
+TEST_CASE("screen: DECRC after a shrinking resize keeps the cursor inside (fuzz: decrc-after-shrinking-resize)") {
+  // libvterm 0.1.4 restores the saved position as it is: row 23 of a one-row screen, where
+  // the next character would be written out of bounds.
+  auto s = screen({24, 80});
+  s->feed("\x1b[24;5H\x1b" "7");
+  s->resize({1, 2});
+  s->feed("\x1b" "8");
+  CHECK(s->cursor().row == 0);
+  CHECK(s->cursor().col == 1);
+  s->feed("X");
+  CHECK(s->lines()[0] == " X");
+  // Inside the screen, DECRC restores exactly.
+  auto t = screen({10, 20});
+  t->feed("\x1b[3;7H\x1b" "7\x1b[H\x1b" "8");
+  CHECK(t->cursor().row == 2);
+  CHECK(t->cursor().col == 6);
+  check_repaint(*t);
+  // In origin mode, a position above the margins: clamped into them, as any CSI would
+  // (fuzz: decrc-above-the-margins-in-origin-mode); a repaint can only address the region.
+  auto u = screen({16, 96});
+  u->feed("\x1b[?6h\x1b[2r\x1b" "8");
+  CHECK(u->cursor().row == 1);
+  check_repaint(*u);
+}
+
+TEST_CASE("screen: a cell of only combining marks is repainted as it is (fuzz: repaint-lone-combining-mark)") {
+  // A mark after a cursor move gets a cell of its own, of width 0 in libvterm; printed in
+  // order it would join the cell before it and hide the one after it.
+  auto s = screen({5, 20});
+  s->feed("0\xb0\xdf\x1b" "8\xb0");  // '0', U+FFFD, then U+07F0 (a mark) at the restored (0, 0)
+  CHECK(s->lines()[0] == "\u07f0\ufffd");
+  check_repaint(*s);
+  auto t = screen({5, 20});
+  t->feed("ab\x1b[1;2H\xcc\x81\xcc\x82\x1b[1;3H|x\x1b[1;6H\xe1\x85\xa1");  // U+0301 U+0302 alone, a jamo vowel alone
+  CHECK(t->lines()[0] == "a\u0301\u0302|x \u1161");
+  check_repaint(*t);
+  // The last character printed before the mark has scrolled away, but the cursor stands
+  // right after where it was (fuzz: repaint-lone-mark-after-scrollback).
+  auto u = Screen::create({5, 24}, 3);
+  REQUIRE(u);
+  (*u)->feed("e\xcc\x1b" "D\xad");  // 'e', then U+032D one line down (IND inside the character)
+  (*u)->resize({1, 2});
+  CHECK((*u)->lines()[0] == " \u032d");
+  auto copy = screen({1, 2});  // (libvterm keeps no history on one row: lines and cursor only)
+  copy->feed((*u)->ansi());
+  CHECK(copy->lines() == (*u)->lines());
+  CHECK(copy->cursor().col == (*u)->cursor().col);
+}
+
+TEST_CASE("screen: half a wide character shows as a blank, as terminals show it (fuzz: repaint-wide-char-*)") {
+  // libvterm 0.1.4 keeps the left half of a wide character when its right half is written
+  // over or cut off by a resize; a terminal shows a blank, and a repaint cannot do otherwise.
+  auto s = screen({5, 10});
+  s->feed("\xe6\x9c\xac\x1b[1;2Hx");  // over the right half
+  CHECK(s->lines()[0] == " x");
+  s->feed("\r\nab\xe6\x9c\xac\x1b[2;3Hy\x1b[2;5Hz");  // over the left half: the right one is blank
+  CHECK(s->lines()[1] == "aby z");
+  s->feed("\r\n12345678\xe6\x9c\xac");  // fits exactly
+  CHECK(s->lines()[2] == "12345678\u672c");
+  check_repaint(*s);
+  s->resize({5, 9});  // cut in half by a resize
+  CHECK(s->lines()[2] == "12345678");
+  check_repaint(*s);
+  auto t = screen({1, 2});  // fuzz: repaint-wide-char-half-overwritten, on a 1x2 screen
+  t->feed("\xe6\x9c\xac\x1b[1;2H\xef\xbf\xbd");
+  CHECK(t->lines()[0] == " \ufffd");
+  check_repaint(*t);
+}
+
+TEST_CASE("screen: margins are followed as libvterm reads DECSTBM (fuzz: repaint-margins-outside-the-screen)") {
+  // A top margin below the screen, or a bottom of 0, is no region at all for libvterm: the
+  // repaint must not restore one (in origin mode it would move the cursor).
+  auto s = screen({12, 2});
+  s->feed("\x1b[23r\x1b[?6h\x0b");
+  CHECK(s->cursor().row == 1);
+  check_repaint(*s);
+  for (const char* margins : {"\x1b[5;0r", "\x1b[0;0r", "\x1b[3;3r", "\x1b[;4r", "\x1b[2r", "\x1b[2;99r", "\x1b[;r"}) {
+    auto t = screen({6, 10});
+    t->feed(std::string(margins) + "\x1b[?6h\x1b[3;2Hx\n\n\n\n\ny");
+    INFO("margins " << margins + 1);
+    check_repaint(*t);
+  }
 }
