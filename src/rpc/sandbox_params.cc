@@ -97,7 +97,6 @@ Result<std::optional<SandboxRequest>> codex_shape(const json& sb, const std::str
       const json& path = e["path"];
       std::string ptype = path.value("type", "");
       std::vector<std::string> targets;
-      bool is_glob = false;
       if (ptype == "path") {
         auto p = path_of(path.contains("path") ? path["path"] : json(), "entry path");
         if (!p) return std::move(p).error();
@@ -106,7 +105,6 @@ Result<std::optional<SandboxRequest>> codex_shape(const json& sb, const std::str
         if (!path.contains("pattern") || !path["pattern"].is_string()) return bad("glob_pattern needs a pattern");
         if (access != "deny") return bad("a glob_pattern entry is allowed with deny only");
         targets.push_back(path["pattern"].get<std::string>());
-        is_glob = true;
       } else if (ptype == "special") {
         std::string kind = path.contains("value") && path["value"].is_object() ? path["value"].value("kind", "") : "";
         if (kind == "root") {
@@ -135,7 +133,7 @@ Result<std::optional<SandboxRequest>> codex_shape(const json& sb, const std::str
       }
       for (auto& t : targets) {
         if (access == "deny") {
-          deny.push_back(is_glob ? t : t);
+          deny.push_back(t);
         } else if (access == "write") {
           any_write = true;
           if (t == policy_cwd) {
@@ -192,7 +190,15 @@ Result<std::optional<SandboxRequest>> parse_unchecked(const json& sb, const std:
   bool has_mode = sb.contains("mode"), has_perm = sb.contains("permissions");
   if (has_mode && has_perm) return bad("give either mode (uexec's short form) or permissions (Codex's shape), not both");
   if (has_mode) return short_form(sb);
-  if (has_perm) return codex_shape(sb, cwd);
+  if (has_perm) {
+    // The short form's members mean nothing beside Codex's shape; dropping one (a denyRead above
+    // all) would run the command with less protection than was asked, so they are refused.
+    for (const char* m : {"denyRead", "writableRoots", "network", "backend"})
+      if (sb.contains(m))
+        return bad(std::string(m) + " belongs to the short form (mode); with permissions, say it in "
+                   "permissions.file_system / permissions.network");
+    return codex_shape(sb, cwd);
+  }
   return bad("needs mode or permissions");
 }
 

@@ -281,6 +281,8 @@ async function sandbox(label, p) {
   // Refusals: never weakened, never a crash.
   r = await p.request("process/start", { processId: "sbx4", argv: ["/bin/true"], cwd, env, sandbox: { mode: "read-only", permissions: { type: "managed" } } });
   c("mode and permissions together: -32602", r.error?.code === -32602, JSON.stringify(r));
+  r = await p.request("process/start", { processId: "sbx4b", argv: ["/bin/true"], cwd, env, sandbox: { permissions: { type: "managed" }, denyRead: ["secrets/*.pem"] } });
+  c("denyRead beside permissions: -32602, never dropped", r.error?.code === -32602 && /denyRead/.test(r.error?.message), JSON.stringify(r));
   r = await p.request("process/start", { processId: "sbx5", argv: ["/bin/true"], cwd, env, sandbox: { mode: "workspace-write", backend: "seatbelt" } });
   c("seatbelt on Linux: sandboxUnavailable", r.error?.code === -32603 && r.error?.data?.kind === "sandboxUnavailable" && r.error?.data?.reason === "SeatbeltUnavailable", JSON.stringify(r));
   r = await p.request("process/start", { processId: "sbx6", argv: ["/bin/true"], cwd, env, sandbox: { permissions: { type: "managed", file_system: { type: "restricted", entries: [] } } } });
