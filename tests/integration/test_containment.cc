@@ -46,10 +46,11 @@ policy::ExecRequest escapees(const std::string& tag, bool tty) {
   return req;
 }
 
+// `cmd` exactly, after its exec: a shell forked to run it carries the words in its own
+// command line for a moment ("bash -c 'setsid -f sleep 9391; …'"), and matching that made
+// a test see its escapee before it existed.
 bool has_command(const std::vector<session::LingeringProcess>& l, const std::string& cmd, bool killed) {
-  return std::any_of(l.begin(), l.end(), [&](const auto& p) {
-    return p.command.find(cmd) != std::string::npos && p.killed == killed;
-  });
+  return std::any_of(l.begin(), l.end(), [&](const auto& p) { return p.command == cmd && p.killed == killed; });
 }
 
 bool all_gone(LoopFixture& f, const std::vector<session::LingeringProcess>& l) {
@@ -149,7 +150,12 @@ TEST_CASE("destroying the manager kills the escapees of sessions still running")
         seen = s.live_descendants();
         return has_command(seen, "sleep 9391", false);
       });
-      if (!found) std::system("ps -eo pid,ppid,sid,stat,args | grep -E '[9]391|[s]leep 100' >&2; cat /proc/self/status | grep -i subreaper >&2");
+      if (!found) {
+        MESSAGE("tier " << std::string(session::tier_name(s.containment_tier())) << ", self " << ::getpid() << ", seen " << seen.size());
+        std::system("ps -eo pid,ppid,sid,stat,args | grep -E '[9]391|[s]leep 100' >&2; "
+                    "for p in $(pgrep -f 'sleep 9391'); do tr '\\0' ' ' < /proc/$p/environ >&2; echo >&2; "
+                    "cat /proc/$p/stat >&2; done");
+      }
       REQUIRE(found);
     }
     for (const auto& p : seen) CHECK_MESSAGE((::kill(p.pid, 0) == -1 && errno == ESRCH), p.command);
