@@ -90,6 +90,12 @@ struct Config {
   std::size_t read_burst_bytes = 1024 * 1024;
   // Most bytes queued for a child's stdin before writes fail with kLimit.
   std::size_t stdin_queue_max = 1024 * 1024;
+  // Freed memory back to the kernel (glibc's malloc_trim, see ProcessManager): when the last
+  // session is gone and sessions worth `trim_idle_bytes` were removed since the last trim;
+  // while sessions remain, `trim_delay` after `trim_busy_bytes` were. 0 turns either off.
+  std::size_t trim_idle_bytes = 64 * 1024;
+  std::size_t trim_busy_bytes = 32u << 20;
+  milliseconds trim_delay{2000};
 
   PtySize default_size{};
   ContainmentMode containment = ContainmentMode::kAuto;

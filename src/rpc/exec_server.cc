@@ -37,6 +37,10 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
+// What a protocol session or a connection holds besides its processes and queue, roughly:
+// counted toward the next malloc_trim when it goes (ProcessManager::freed).
+constexpr std::size_t kSessionFootprint = 16 * 1024;
+
 constexpr int kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602, kInternal = -32603;
 
 std::string new_uuid() {
@@ -242,6 +246,7 @@ struct ExecServer::Session {
 struct ExecServer::Waiter {
   std::uint64_t id = 0;
   Process* p = nullptr;
+  bool poll = false;  // a long poll (process/read waitMs, process/wait): counts against max_waits
   std::function<bool(bool timed_out)> check;  // true: answered, drop the waiter
   std::unique_ptr<loop::Timer> timer;
 };
@@ -259,7 +264,8 @@ ExecServer::ExecServer(session::ProcessManager& pm, agent::ExecService* exec, st
       tools_(exec ? std::make_unique<AgentTools>(*exec) : nullptr),
       env_(std::move(server_env)),
       cwd_(std::move(cwd)),
-      opts_(options) {
+      opts_(options),
+      tombstones_(kTombstones) {
   if (exec_) {
     exec_->on_event = [this](const agent::SessionEvent& e) {
       if (e.kind == agent::SessionEvent::Kind::kStart) adopt_agent_session(e.session, e.call);
@@ -357,11 +363,17 @@ ExecServer::Process* ExecServer::find_process(Session* s, const std::string& id)
 }
 
 std::string ExecServer::tombstone_reason(const std::string& key) const {
-  auto it = tombstones_.find(key);
-  return it == tombstones_.end() ? "neverExisted" : it->second;
+  // Newest first: an id used again reports its last end. A lookup is an error path.
+  std::size_t h = std::hash<std::string>{}(key);
+  for (std::size_t i = 1; i <= kTombstones; ++i) {
+    const Tombstone& t = tombstones_[(tombstone_next_ + kTombstones - i) % kTombstones];
+    if (!t.reason) break;
+    if (t.key_hash == h) return t.reason;
+  }
+  return "neverExisted";
 }
 
-void ExecServer::forget(Process& p, const std::string& reason) {
+void ExecServer::forget(Process& p, const char* reason) {
   Session* s = p.owner;
   std::string key = p.key;
   for (auto it = s->waiters.begin(); it != s->waiters.end();)
@@ -376,12 +388,9 @@ void ExecServer::forget(Process& p, const std::string& reason) {
 }
 
 // The last 4096 ended processes answer with why they ended; older ones are forgotten.
-void ExecServer::add_tombstone(const std::string& key, const std::string& reason) {
-  if (tombstones_.insert_or_assign(key, reason).second) tombstone_order_.push_back(key);
-  while (tombstone_order_.size() > 4096) {
-    tombstones_.erase(tombstone_order_.front());
-    tombstone_order_.pop_front();
-  }
+void ExecServer::add_tombstone(const std::string& key, const char* reason) {
+  tombstones_[tombstone_next_] = {std::hash<std::string>{}(key), reason};
+  tombstone_next_ = (tombstone_next_ + 1) % kTombstones;
 }
 
 void ExecServer::drop_session(const std::string& id) {
@@ -401,6 +410,7 @@ void ExecServer::drop_session(const std::string& id) {
     pm_.remove(p->key);  // SIGKILLs and reaps what still runs
   }
   sessions_.erase(it);
+  pm_.freed(kSessionFootprint);  // a server going quiet gives its memory back (ProcessManager)
 }
 
 void ExecServer::after_closed(Process& p) {
@@ -540,6 +550,7 @@ void ExecServer::check_shutdown() {
 // ---- connection --------------------------------------------------------------------------------
 
 ExecServer::Connection::~Connection() {
+  server_.pm_.freed(kSessionFootprint + (peer_.queued ? peer_.queued() : 0));
   auto pending = std::move(exec_calls_);
   for (auto cid : pending) server_.tools_->cancel(cid);
   if (!session_) return;
@@ -563,11 +574,26 @@ bool ExecServer::Connection::writable() const {
   return !peer_.queued || peer_.queued() < server_.opts_.high_watermark;
 }
 
+// Above the high watermark (protocol §7): stop reading this connection's requests, which
+// bounds the replies it can queue, and close it if it stays there for stallTimeoutMs. Below
+// the low watermark: read again, and resume the pushes that paused.
 void ExecServer::Connection::resume_when_drained() {
   if (waiting_for_drain_ || !peer_.when_below) return;
   waiting_for_drain_ = true;
+  if (peer_.set_reading) peer_.set_reading(false);
+  if (peer_.close && server_.opts_.stall_timeout.count() > 0) {
+    if (!stall_) stall_ = std::make_unique<loop::Timer>(server_.pm_.loop());
+    stall_->start(server_.opts_.stall_timeout, [this] {
+      UEXEC_LOG(kWarn, "closing a connection ({}) above the high watermark for {} ms (stallTimeoutMs), {} bytes queued",
+                client_name_, server_.opts_.stall_timeout.count(), peer_.queued ? peer_.queued() : 0);
+      auto close = peer_.close;
+      close();  // may destroy this connection
+    });
+  }
   peer_.when_below(server_.opts_.low_watermark, [this] {
     waiting_for_drain_ = false;
+    if (stall_) stall_->stop();
+    if (peer_.set_reading) peer_.set_reading(true);
     if (!session_) return;
     for (auto& [pid, p] : session_->procs) {
       if (p->reading_paused) {
@@ -586,22 +612,27 @@ void ExecServer::Connection::resume_when_drained() {
   });
 }
 
+void ExecServer::Connection::out(std::string line) {
+  peer_.send(std::move(line));
+  if (!waiting_for_drain_ && !writable()) resume_when_drained();
+}
+
 void ExecServer::Connection::reply(const json& id, json result) {
-  peer_.send(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}.dump(-1, ' ', false,
+  out(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}.dump(-1, ' ', false,
                                                                                    json::error_handler_t::replace));
 }
 
 void ExecServer::Connection::error(const json& id, int code, const std::string& message, json data) {
   json err = {{"code", code}, {"message", message}};
   if (!data.is_null()) err["data"] = std::move(data);
-  peer_.send(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}.dump(-1, ' ', false,
+  out(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}.dump(-1, ' ', false,
                                                                                json::error_handler_t::replace));
 }
 
-void ExecServer::Connection::send_raw(std::string line) { peer_.send(std::move(line)); }
+void ExecServer::Connection::send_raw(std::string line) { out(std::move(line)); }
 
 void ExecServer::Connection::notify(const std::string& method, json params) {
-  peer_.send(json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}}.dump(
+  out(json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}}.dump(
       -1, ' ', false, json::error_handler_t::replace));
 }
 
@@ -911,6 +942,11 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
         if (other->argv == argv && other->cwd == cwd && other->s->tty() == tty && !replace) {
           Process& e = *other;
           if (opt_bool(params, "subscribe").value_or(true) && !e.subs.count(session_)) {
+            if (e.subs.size() >= server_.opts_.max_subscribers)
+              return error(id, kInternal,
+                           fmt::format("process {} has {} subscribers, the most it may have", e.id,
+                                       server_.opts_.max_subscribers),
+                           {{"kind", "limitReached"}, {"limit", "subscribers"}, {"max", server_.opts_.max_subscribers}});
             SubState st;
             st.cursor = e.s->output().total();
             st.sent_exited = e.s->exited_seq() != 0;
@@ -1068,10 +1104,12 @@ void ExecServer::Connection::m_read(const json& id, const json& params) {
     return ring.offset_after_seq(after) < ring.total() || p->s->finished() || p->s->exited_seq() > after;
   };
   if (ready() || wait_ms == 0) return reply(id, read_result(*p, after, max_bytes));
+  if (waits_full(id)) return;
   // A long poll: a waiter, woken by the ring; it never blocks other requests.
   auto w = std::make_unique<Waiter>();
   w->id = server_.next_waiter_++;
   w->p = p;
+  w->poll = true;
   w->check = [this, id, p, after, max_bytes, ready](bool timed_out) {
     if (!ready() && !timed_out) return false;
     reply(id, read_result(*p, after, max_bytes));
@@ -1085,6 +1123,15 @@ void ExecServer::Connection::m_read(const json& id, const json& params) {
     if (it != s->waiters.end() && it->second->check(true)) s->waiters.erase(wid);
   });
   session_->waiters.emplace(wid, std::move(w));
+}
+
+bool ExecServer::Connection::waits_full(const json& id) {
+  std::size_t n = 0;
+  for (const auto& [wid, w] : session_->waiters) n += w->poll ? 1 : 0;
+  if (n < server_.opts_.max_waits) return false;
+  error(id, kInternal, fmt::format("too many pending waits on this connection (max {})", server_.opts_.max_waits),
+        {{"kind", "limitReached"}, {"limit", "waits"}, {"max", server_.opts_.max_waits}});
+  return true;
 }
 
 void ExecServer::Connection::m_write(const json& id, const json& params) {
@@ -1334,6 +1381,10 @@ void ExecServer::Connection::m_subscribe(const json& id, const json& params, boo
     p->subs.erase(session_);
     return reply(id, {{"subscribed", false}});
   }
+  if (!p->subs.count(session_) && p->subs.size() >= server_.opts_.max_subscribers)
+    return error(id, kInternal,
+                 fmt::format("process {} has {} subscribers, the most it may have", p->id, server_.opts_.max_subscribers),
+                 {{"kind", "limitReached"}, {"limit", "subscribers"}, {"max", server_.opts_.max_subscribers}});
   if (params.contains("role") && !params["role"].is_null()) {
     if (!params["role"].is_string() || (params["role"] != "viewer" && params["role"] != "owner"))
       throw ParamError{kInvalidParams, "role must be \"owner\" or \"viewer\"", {{"kind", "invalidParams"}, {"field", "role"}}};
@@ -1441,9 +1492,11 @@ void ExecServer::Connection::m_wait(const json& id, const json& params) {
     return false;
   };
   if (check(false)) return;
+  if (waits_full(id)) return;
   auto w = std::make_unique<Waiter>();
   w->id = server_.next_waiter_++;
   w->p = p;
+  w->poll = true;
   w->check = check;
   w->timer = std::make_unique<loop::Timer>(server_.pm_.loop());
   std::uint64_t wid = w->id;
@@ -1537,7 +1590,7 @@ policy::Approver ExecServer::approver(const std::string& session_id) {
       UEXEC_LOG(kInfo, "approval {} of session {}: no answer in time, denied", aid, session_id);
       done(policy::Decision::kDenied);
     });
-    s->conn->peer_.send(json{{"jsonrpc", "2.0"}, {"id", aid}, {"method", "approval/request"}, {"params", params}}.dump(
+    s->conn->out(json{{"jsonrpc", "2.0"}, {"id", aid}, {"method", "approval/request"}, {"params", params}}.dump(
         -1, ' ', false, json::error_handler_t::replace));
   };
 }

@@ -11,8 +11,13 @@
 // (one read(2) each, never split), `exited` (which may precede trailing output), `closed`
 // last. Each subscription keeps its own cursor into the process's OutputRing; above the
 // connection's high watermark pushes pause (the child is never blocked for it) and resume
-// below the low one, with a `process/gap` for anything evicted meanwhile. No request blocks
-// the loop: process/read and process/wait long-polls are waiters woken by the ring.
+// below the low one, with a `process/gap` for anything evicted meanwhile. Above the high
+// watermark the connection's requests are not read either (Peer::set_reading), which bounds
+// the replies it can queue; a connection above it for `stall_timeout` is closed (Peer::close),
+// detaching its session. No request blocks the loop: process/read and process/wait
+// long-polls are waiters woken by the ring, at most `max_waits` per connection, and a process
+// has at most `max_subscribers` subscribing sessions; past either cap the request gets
+// `limitReached` at once.
 // Loop thread only. This is the only JSON-aware layer besides the MCP server.
 #pragma once
 
@@ -28,6 +33,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/exec_service.h"
+#include "loop/timer.h"
 #include "rpc/agent_tools.h"
 #include "session/process_manager.h"
 
@@ -42,14 +48,22 @@ struct ExecServerOptions {
   std::size_t high_watermark = 4u << 20, low_watermark = 1u << 20;
   std::size_t read_max_bytes = 4u << 20;
   std::size_t max_processes = 4096;
+  std::size_t max_subscribers = 64;                   // subscribing sessions per process
+  std::size_t max_waits = 1024;                       // pending long polls per connection
+  std::chrono::milliseconds stall_timeout{60000};     // stallTimeoutMs; 0: never close
   std::chrono::milliseconds approval_timeout{600000};  // approvalTimeoutMs: then denied
 };
 
-// How a connection writes: one JSON message per call, and how much is queued.
+// How a connection writes: one JSON message per call, and how much is queued. The last two
+// are optional: a transport without them is never paused or closed for its queue.
 struct Peer {
   std::function<void(std::string)> send;
   std::function<std::size_t()> queued;
   std::function<void(std::size_t, std::function<void()>)> when_below;
+  // Stops (false) or resumes (true) reading the peer's requests; lines already read wait too.
+  std::function<void(bool)> set_reading = nullptr;
+  // Closes the transport; may destroy the Connection before it returns.
+  std::function<void()> close = nullptr;
 };
 
 class ExecServer {
@@ -82,9 +96,9 @@ class ExecServer {
   void push_to(Process& p, Session& to, SubState& st);
   void wake_waiters(Process& p);
   void after_closed(Process& p);
-  void forget(Process& p, const std::string& reason);
+  void forget(Process& p, const char* reason);
   void drop_session(const std::string& id);
-  void add_tombstone(const std::string& key, const std::string& reason);
+  void add_tombstone(const std::string& key, const char* reason);
   std::string tombstone_reason(const std::string& key) const;
   policy::Approver approver(const std::string& session_id);
   void adopt_agent_session(long id, std::uint64_t origin);
@@ -98,8 +112,16 @@ class ExecServer {
   std::string cwd_;
   ExecServerOptions opts_;
   std::map<std::string, std::unique_ptr<Session>> sessions_;
-  std::map<std::string, std::string> tombstones_;  // session/process → reason
-  std::deque<std::string> tombstone_order_;
+  // The last kTombstones removed processes: a hash of "<sessionId>/<processId>" and why (a
+  // string literal), in a ring allocated once. A map of strings would scatter thousands of
+  // small long-lived blocks over the heap, each pinning a page malloc_trim cannot give back.
+  struct Tombstone {
+    std::size_t key_hash = 0;
+    const char* reason = nullptr;  // nullptr: an empty slot
+  };
+  static constexpr std::size_t kTombstones = 4096;
+  std::vector<Tombstone> tombstones_;
+  std::size_t tombstone_next_ = 0;
   std::uint64_t next_waiter_ = 1;
   std::function<void()> shutdown_done_;
   std::chrono::steady_clock::time_point shutdown_deadline_{};
@@ -125,8 +147,10 @@ class ExecServer::Connection {
   void error(const json& id, int code, const std::string& message, json data = nullptr);
   void notify(const std::string& method, json params);
   void send_raw(std::string line);  // an already-encoded message
+  void out(std::string line);       // every message goes here: sends, then checks the queue
   bool writable() const;
   void resume_when_drained();
+  bool waits_full(const json& id);  // true (and limitReached sent) at max_waits long polls
 
   void m_initialize(const json& id, const json& params);
   void m_start(const json& id, const json& params);
@@ -156,7 +180,8 @@ class ExecServer::Connection {
   bool initialized_ = false;
   bool extensions_ = false;
   bool approvals_ = false;  // the client answers approval/request
-  bool waiting_for_drain_ = false;
+  bool waiting_for_drain_ = false;  // above the high watermark: reading paused, stall clock on
+  std::unique_ptr<loop::Timer> stall_;
   // exec/* calls still waiting: cancelled if the connection goes first (their replies
   // would otherwise reach a destroyed connection).
   std::set<std::uint64_t> exec_calls_;

@@ -21,10 +21,10 @@ struct LineChannel::WriteReq {
 };
 
 LineChannel::LineChannel(loop::Loop& loop, int in_fd, int out_fd, std::size_t max_line)
-    : loop_(loop), in_fd_(in_fd), out_fd_(out_fd), max_line_(max_line), file_pump_(loop) {}
+    : loop_(loop), in_fd_(in_fd), out_fd_(out_fd), max_line_(max_line), file_pump_(loop), resume_(loop) {}
 
 LineChannel::LineChannel(loop::Loop& loop, loop::UvHandle<uv_pipe_t> stream, std::size_t max_line)
-    : loop_(loop), in_fd_(-1), out_fd_(-1), max_line_(max_line), file_pump_(loop), adopted_(true) {
+    : loop_(loop), in_fd_(-1), out_fd_(-1), max_line_(max_line), file_pump_(loop), resume_(loop), adopted_(true) {
   in_pipe_ = std::move(stream);
   in_ = out_ = reinterpret_cast<uv_stream_t*>(in_pipe_.get());
 }
@@ -116,6 +116,7 @@ void LineChannel::on_read(uv_stream_t* s, ssize_t n, const uv_buf_t* buf) noexce
 }
 
 void LineChannel::pump_file() {
+  if (paused_) return;
   auto slab = loop_.read_slab();
   ssize_t n = ::read(in_fd_, slab.data(), slab.size());
   if (n > 0) return feed(reinterpret_cast<const char*>(slab.data()), static_cast<std::size_t>(n));
@@ -126,6 +127,10 @@ void LineChannel::pump_file() {
 void LineChannel::feed(const char* data, std::size_t n) {
   std::size_t pos = 0;
   while (pos < n && !eof_) {
+    if (paused_) {  // an on_line paused us: the rest waits, in order
+      stash_.append(data + pos, n - pos);
+      return;
+    }
     const char* nl = static_cast<const char*>(std::memchr(data + pos, '\n', n - pos));
     std::size_t end = nl ? static_cast<std::size_t>(nl - data) : n;
     if (discarding_) {
@@ -157,8 +162,44 @@ void LineChannel::handle_eof() {
 }
 
 void LineChannel::stop_reading() {
+  stopped_ = true;
   if (in_) uv_read_stop(in_);
   file_pump_.stop();
+  resume_.stop();
+}
+
+void LineChannel::pause_reading() {
+  if (paused_) return;
+  paused_ = true;
+  resume_.stop();
+  if (in_ && !eof_) uv_read_stop(in_);
+}
+
+void LineChannel::resume_reading() {
+  if (!paused_) return;
+  paused_ = false;
+  if (stopped_ || eof_) return;
+  // Not from here: the caller may be inside a write callback, or inside on_line itself.
+  resume_.start(std::chrono::milliseconds{0}, [this] { drain_stash(); });
+}
+
+void LineChannel::drain_stash() {
+  if (paused_ || stopped_) return;
+  if (!stash_.empty()) {
+    std::string s;
+    s.swap(stash_);
+    feed(s.data(), s.size());  // may pause again: the rest goes back to stash_
+  }
+  if (!paused_ && !stopped_ && stash_.empty()) restart_input();
+}
+
+void LineChannel::restart_input() {
+  if (!in_ || eof_) return;  // a file is pumped by its timer, which checks paused_
+  in_->data = this;
+  if (int rc = uv_read_start(in_, &LineChannel::on_alloc, &LineChannel::on_read); rc < 0 && rc != UV_EALREADY) {
+    UEXEC_LOG(kWarn, "uv_read_start: {}", uv_strerror(rc));
+    handle_eof();
+  }
 }
 
 void LineChannel::send(std::string msg) {

@@ -8,6 +8,9 @@
 // A regular file on either side (a test harness redirect) is served with plain reads and
 // writes instead, since epoll refuses files.
 //
+// Reading can be paused (a peer whose replies pile up, protocol.md §7): lines already read
+// but not yet handed out wait with the rest, and resume in order on the next loop turn.
+//
 // Rules: as UvHandle (uv_handle.h). Loop thread only. Callbacks may close the channel.
 #pragma once
 
@@ -43,8 +46,12 @@ class LineChannel {
   // Queues `msg` plus '\n'.
   void send(std::string msg);
   std::size_t queued_bytes() const noexcept { return queued_; }
-  // Stops reading; queued output is still written.
+  // Stops reading for good; queued output is still written.
   void stop_reading();
+  // Stops handing out lines (and reading) until resume_reading(); nothing read is lost.
+  void pause_reading();
+  void resume_reading();
+  bool reading_paused() const noexcept { return paused_; }
   // Runs `fn` once everything queued has been written (at once if nothing is queued).
   void when_flushed(std::function<void()> fn);
   // Runs `fn` once the queue is at or below `bytes` (at once if it is).
@@ -62,6 +69,8 @@ class LineChannel {
   void handle_eof();
   void pump_file();
   void flushed_check();
+  void restart_input();
+  void drain_stash();
 
   loop::Loop& loop_;
   int in_fd_, out_fd_;
@@ -71,9 +80,13 @@ class LineChannel {
   uv_stream_t* in_ = nullptr;
   uv_stream_t* out_ = nullptr;
   loop::Timer file_pump_;
+  loop::Timer resume_;      // feeds stash_ on the turn after resume_reading()
   std::string buf_;
+  std::string stash_;       // input read while paused, not yet split into lines
   bool discarding_ = false;
   bool eof_ = false;
+  bool paused_ = false;
+  bool stopped_ = false;
   std::size_t queued_ = 0;
   std::string pending_;     // messages waiting for the write in flight: sent as one write
   bool writing_ = false;

@@ -86,7 +86,9 @@ void UnixServer::accept() {
   }
   LineChannel* ch = c->channel.get();
   c->rpc = server_.connect({[ch](std::string m) { ch->send(std::move(m)); }, [ch] { return ch->queued_bytes(); },
-                            [ch](std::size_t n, std::function<void()> fn) { ch->when_below(n, std::move(fn)); }});
+                            [ch](std::size_t n, std::function<void()> fn) { ch->when_below(n, std::move(fn)); },
+                            [ch](bool on) { on ? ch->resume_reading() : ch->pause_reading(); },
+                            [this, c] { close_later(c); }});
   ExecServer::Connection* rpc = c->rpc.get();
   ch->on_line = [rpc](std::string_view line) { rpc->handle_line(line); };
   ch->on_oversize = [rpc](std::size_t limit) { rpc->handle_oversize(limit); };
@@ -100,7 +102,9 @@ void UnixServer::close_later(Conn* c) {
     if (it->channel) {  // nothing may call into the connection once it is gone
       it->channel->on_line = nullptr;
       it->channel->on_oversize = nullptr;
+      it->channel->on_eof = nullptr;
       it->channel->when_below(0, nullptr);
+      it->channel->stop_reading();
     }
     it->rpc.reset();  // detaches the session now; the channel goes on the next turn
     graveyard_.splice(graveyard_.end(), conns_, it);

@@ -3,8 +3,9 @@
 // The socket lives in a directory that must be ours, mode 0700 and not a symlink (uexec
 // refuses to start otherwise); the socket itself is 0600, and every peer is checked with
 // SO_PEERCRED: another uid is closed at once. A closed connection detaches its session
-// (ExecServer keeps the processes within the TTL). Connections are destroyed on the next
-// loop turn, never inside their own callbacks.
+// (ExecServer keeps the processes within the TTL); so does the ExecServer's stall timeout
+// (Peer::close), and its high watermark pauses the channel's reading (Peer::set_reading).
+// Connections are destroyed on the next loop turn, never inside their own callbacks.
 //
 // Rules: as UvHandle (uv_handle.h). Loop thread only.
 #pragma once

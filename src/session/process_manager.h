@@ -9,6 +9,15 @@
 // remove() never destroys a session inside a callback that came from it: the Session goes
 // to a graveyard that a zero-delay timer empties on the next loop turn.
 //
+// Memory: glibc keeps what free() gets back, so after a burst of sessions (their 4 KiB ring
+// pages, the notification lines written for them) RSS would stay at the peak although malloc
+// has little in use. The manager counts what removed sessions held and calls malloc_trim(0)
+// from the graveyard sweep (a loop turn of its own, never a read or write path), also for
+// what the layers above report through freed(): at once when no session is left
+// (Config::trim_idle_bytes freed since the last trim), else once
+// Config::trim_delay after Config::trim_busy_bytes were freed, so a server that keeps
+// churning trims at most once per delay. A trim walks the heap: a few ms for 100 MB.
+//
 // Ownership: Loop ─► ProcessManager ─► ChildReaper, Containment, Sessions. The manager is a
 // child subreaper (unless containment is off): descendants that leave a session are found,
 // killed when it finishes, and reaped. Destroying the manager SIGKILLs and reaps any child
@@ -52,6 +61,12 @@ class ProcessManager final : public SessionObserver {
   void terminate_all();
 
   std::size_t size() const noexcept { return sessions_.size(); }
+  // Counts `bytes` the caller freed (a protocol session, a connection and its queue) toward
+  // the next trim, decided on the next loop turn (see above).
+  void freed(std::size_t bytes);
+  // malloc_trim calls so far (see above), and bytes counted as freed since the last one.
+  std::size_t trims() const noexcept { return trims_; }
+  std::size_t freed_since_trim() const noexcept { return freed_; }
   std::vector<Session*> sessions();
   const base::Config& config() const noexcept { return config_; }
   const Containment* containment() const noexcept { return containment_.get(); }
@@ -64,6 +79,8 @@ class ProcessManager final : public SessionObserver {
  private:
   void on_session_exited(Session& s) override;
   void on_session_closed(Session& s) override;
+  void sweep();
+  void trim_now();
 
   loop::Loop* loop_;
   base::Config config_;
@@ -72,6 +89,9 @@ class ProcessManager final : public SessionObserver {
   std::unordered_map<SessionId, std::unique_ptr<Session>> sessions_;
   std::vector<std::unique_ptr<Session>> graveyard_;
   loop::Timer sweep_;
+  std::size_t freed_ = 0;  // bytes the sessions removed since the last trim held (estimate)
+  std::size_t trims_ = 0;
+  std::unique_ptr<loop::Timer> trim_timer_;  // a trim while sessions remain; gone when idle
   std::uint64_t next_id_ = 1;
   std::unique_ptr<DenyReadWatcher> deny_watch_;  // made for the first sandbox with deny-read
 };

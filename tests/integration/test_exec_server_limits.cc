@@ -1,0 +1,306 @@
+// protocol.md §7 on an ExecServer with a scripted Peer: above the high watermark the
+// connection's requests are not read and, after stallTimeoutMs there, it is closed; the
+// caps on subscribers per process and pending waits per connection answer limitReached at
+// once. The peer's queue is a number the test moves, so nothing here depends on timing; the
+// stall clock is the loop's manual clock. Last, the ProcessManager's malloc_trim policy
+// (memory back to the kernel once the server goes quiet), counted rather than measured.
+#include <doctest/doctest.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "helpers/loop_fixture.h"
+#include "integration/session_helpers.h"
+#include "rpc/exec_server.h"
+#include "rpc/line_channel.h"
+#include "session/process_manager.h"
+
+using namespace uexec;
+using namespace uexec::test;
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+namespace {
+
+// A transport whose queue only drains when the test says so.
+struct FakePeer {
+  std::vector<json> sent;
+  std::size_t queued = 0;
+  std::size_t below = 0;
+  std::function<void()> below_fn;
+  bool reading = true;
+  int pauses = 0, closes = 0;
+  std::unique_ptr<rpc::ExecServer::Connection> conn;
+
+  rpc::Peer peer(bool with_close = true) {
+    rpc::Peer p{[this](std::string m) {
+                  queued += m.size() + 1;
+                  sent.push_back(json::parse(m));
+                },
+                [this] { return queued; },
+                [this](std::size_t n, std::function<void()> fn) {
+                  below = n;
+                  below_fn = std::move(fn);
+                  check_below();
+                }};
+    p.set_reading = [this](bool on) {
+      if (!on) ++pauses;
+      reading = on;
+    };
+    if (with_close) p.close = [this] {
+      ++closes;
+      conn.reset();  // as UnixServer does: the connection goes at once
+    };
+    return p;
+  }
+  void drain_to(std::size_t n) {
+    queued = n;
+    check_below();
+  }
+  void check_below() {
+    if (below_fn && queued <= below) {
+      auto fn = std::move(below_fn);
+      below_fn = nullptr;
+      fn();
+    }
+  }
+  void call(long id, const std::string& method, json params = json::object()) {
+    conn->handle_line(json{{"id", id}, {"method", method}, {"params", std::move(params)}}.dump());
+  }
+  // The reply to `id`, or null.
+  json reply(long id) const {
+    for (const auto& m : sent)
+      if (m.contains("id") && m["id"] == id) return m;
+    return nullptr;
+  }
+  void handshake(const std::string& name = "test") {
+    call(1, "initialize", {{"clientName", name}});
+    conn->handle_line(R"({"method":"initialized"})");
+  }
+};
+
+struct ServerFixture : LoopFixture {
+  std::unique_ptr<session::ProcessManager> pm;
+  std::unique_ptr<rpc::ExecServer> server;
+  explicit ServerFixture(rpc::ExecServerOptions opts, bool manual_clock = false) {
+    if (manual_clock) loop.use_manual_clock();
+    base::Config cfg;
+    cfg.close_drain = 300ms;
+    pm = std::make_unique<session::ProcessManager>(loop, cfg);
+    server = std::make_unique<rpc::ExecServer>(*pm, nullptr, std::vector<std::string>{"PATH=/usr/bin:/bin"}, "/", opts);
+  }
+  ~ServerFixture() {
+    server.reset();
+    pm.reset();
+  }
+  void connect(FakePeer& p, bool with_close = true) { p.conn = server->connect(p.peer(with_close)); }
+};
+
+std::string kind_of(const json& reply) {
+  if (reply.is_null() || !reply.contains("error")) return "";
+  return reply["error"]["data"].value("kind", "");
+}
+
+}  // namespace
+
+TEST_CASE("above the high watermark a connection's requests are not read; below the low one they are") {
+  rpc::ExecServerOptions opts;
+  opts.daemon = true;
+  opts.high_watermark = 4096;
+  opts.low_watermark = 1024;
+  ServerFixture f(opts);
+  FakePeer p;
+  f.connect(p);
+  p.handshake();
+  p.drain_to(0);
+  REQUIRE(p.reading);
+  // Replies pile up unread: the one that crosses the high watermark pauses reading, once.
+  long id = 10;
+  while (p.queued < opts.high_watermark) p.call(id++, "environment/info");
+  CHECK_FALSE(p.reading);
+  CHECK(p.pauses == 1);
+  p.call(id++, "environment/info");  // already read (a transport's buffered line): answered
+  CHECK(p.pauses == 1);
+  // Down to the low watermark, not yet below it... then below: reading resumes.
+  p.drain_to(opts.low_watermark + 1);
+  CHECK_FALSE(p.reading);
+  p.drain_to(opts.low_watermark);
+  CHECK(p.reading);
+  CHECK(p.closes == 0);
+}
+
+TEST_CASE("a connection above the high watermark for stallTimeoutMs is closed; its session detaches") {
+  rpc::ExecServerOptions opts;
+  opts.daemon = true;
+  opts.high_watermark = 4096;
+  opts.low_watermark = 1024;
+  opts.stall_timeout = 60000ms;
+  ServerFixture f(opts, true);
+  auto& clock = *f.loop.manual_clock();
+  FakePeer p;
+  f.connect(p);
+  p.handshake();
+  p.drain_to(0);
+  std::string sid = p.reply(1)["result"]["sessionId"];
+  long id = 10;
+  while (p.queued < opts.high_watermark) p.call(id++, "environment/info");
+  REQUIRE_FALSE(p.reading);
+  // Falling below the low watermark in time stops the clock; going above again restarts it.
+  clock.advance(59000ms);
+  p.drain_to(0);
+  CHECK(p.reading);
+  while (p.queued < opts.high_watermark) p.call(id++, "environment/info");
+  clock.advance(59000ms);
+  CHECK(p.closes == 0);
+  REQUIRE(p.conn);
+  // Above for the whole timeout: closed.
+  clock.advance(1000ms);
+  CHECK(p.closes == 1);
+  CHECK_FALSE(p.conn);
+  // The session was detached, not dropped: a new connection resumes it.
+  FakePeer q;
+  f.connect(q);
+  q.call(1, "initialize", {{"clientName", "again"}, {"resumeSessionId", sid}});
+  CHECK(q.reply(1)["result"]["resumed"] == true);
+}
+
+TEST_CASE("without Peer::close (stdio) a stalled connection is paused but never closed") {
+  rpc::ExecServerOptions opts;
+  opts.high_watermark = 4096;
+  opts.low_watermark = 1024;
+  ServerFixture f(opts, true);
+  FakePeer p;
+  f.connect(p, false);
+  p.handshake();
+  long id = 10;
+  while (p.queued < opts.high_watermark) p.call(id++, "environment/info");
+  CHECK_FALSE(p.reading);
+  f.loop.manual_clock()->advance(3600000ms);
+  CHECK(p.conn);
+  p.drain_to(0);
+  CHECK(p.reading);
+}
+
+TEST_CASE("subscribers per process and pending waits per connection are capped: limitReached at once") {
+  rpc::ExecServerOptions opts;
+  opts.daemon = true;
+  opts.max_subscribers = 2;
+  opts.max_waits = 3;
+  ServerFixture f(opts);
+  FakePeer owner, a, b;
+  for (auto* p : {&owner, &a, &b}) {
+    f.connect(*p);
+    p->handshake();
+  }
+  std::string sid = owner.reply(1)["result"]["sessionId"];
+  owner.call(2, "process/start", {{"processId", "p"}, {"argv", {"/bin/sleep", "30"}}});
+  REQUIRE(owner.reply(2).contains("result"));
+
+  SUBCASE("subscribers") {
+    // The owner is the first subscriber; one more fits, the next is refused.
+    a.call(2, "process/subscribe", {{"processId", "p"}, {"sessionId", sid}});
+    CHECK(a.reply(2)["result"]["subscribed"] == true);
+    b.call(2, "process/subscribe", {{"processId", "p"}, {"sessionId", sid}});
+    json r = b.reply(2);
+    CHECK(kind_of(r) == "limitReached");
+    CHECK(r["error"]["code"] == -32603);
+    CHECK(r["error"]["data"]["limit"] == "subscribers");
+    CHECK(r["error"]["data"]["max"] == 2);
+    // Subscribing again is not a new subscriber; leaving makes room.
+    a.call(3, "process/subscribe", {{"processId", "p"}, {"sessionId", sid}, {"afterSeq", 0}});
+    CHECK(a.reply(3)["result"]["subscribed"] == true);
+    a.call(4, "process/unsubscribe", {{"processId", "p"}, {"sessionId", sid}});
+    b.call(3, "process/subscribe", {{"processId", "p"}, {"sessionId", sid}});
+    CHECK(b.reply(3)["result"]["subscribed"] == true);
+  }
+
+  SUBCASE("waits") {
+    owner.call(10, "process/wait", {{"processId", "p"}, {"timeoutMs", 600000}});
+    owner.call(11, "process/read", {{"processId", "p"}, {"afterSeq", 0}, {"waitMs", 600000}});
+    owner.call(12, "process/wait", {{"processId", "p"}, {"until", {{"idleMs", 600000}}}, {"timeoutMs", 600000}});
+    for (long i : {10, 11, 12}) CHECK(owner.reply(i).is_null());  // pending
+    owner.call(13, "process/wait", {{"processId", "p"}, {"timeoutMs", 600000}});
+    owner.call(14, "process/read", {{"processId", "p"}, {"afterSeq", 0}, {"waitMs", 600000}});
+    for (long i : {13, 14}) {
+      json r = owner.reply(i);
+      CHECK(kind_of(r) == "limitReached");
+      CHECK(r["error"]["data"]["limit"] == "waits");
+      CHECK(r["error"]["data"]["max"] == 3);
+    }
+    // A read that needs no wait is no long poll; another connection has its own count.
+    owner.call(15, "process/read", {{"processId", "p"}, {"afterSeq", 0}});
+    CHECK(owner.reply(15).contains("result"));
+    a.call(2, "process/wait", {{"processId", "p"}, {"sessionId", sid}, {"timeoutMs", 1}});
+    CHECK(kind_of(a.reply(2)) != "limitReached");
+    // When the process ends, the pending waits are answered and the slots are free again.
+    owner.call(16, "process/terminate", {{"processId", "p"}, {"graceMs", 0}});
+    REQUIRE(f.run_until([&] { return !owner.reply(10).is_null() && !owner.reply(11).is_null() && !owner.reply(12).is_null(); }));
+    for (long i : {10, 11, 12}) CHECK(owner.reply(i).contains("result"));
+  }
+  for (auto* p : {&owner, &a, &b}) p->conn.reset();
+}
+
+TEST_CASE("a paused LineChannel hands out no line until resumed, then the rest in order") {
+  LoopFixture f;
+  int fds[2];
+  REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0);
+  auto h = loop::make_handle<uv_pipe_t>([&](uv_pipe_t* p) { return uv_pipe_init(f.loop.get(), p, 0); }, "uv_pipe_init");
+  REQUIRE(h.has_value());
+  REQUIRE(uv_pipe_open(h->get(), fds[0]) == 0);
+  rpc::LineChannel ch(f.loop, std::move(h).value());
+  std::vector<std::string> lines;
+  ch.on_line = [&](std::string_view l) {
+    lines.emplace_back(l);
+    if (l == "2") ch.pause_reading();  // as the ExecServer does when a reply crosses the watermark
+  };
+  REQUIRE(ch.start().has_value());
+  std::string input = "1\n2\n3\n4\n";
+  REQUIRE(::write(fds[1], input.data(), input.size()) == static_cast<ssize_t>(input.size()));
+  REQUIRE(f.run_until([&] { return lines.size() >= 2; }));
+  f.run_for(50ms);  // a hang guard's worth of turns: nothing more may come
+  CHECK(lines == std::vector<std::string>{"1", "2"});
+  CHECK(ch.reading_paused());
+  ch.resume_reading();
+  CHECK(lines.size() == 2);  // never from inside resume_reading
+  std::string more = "5\n";
+  REQUIRE(::write(fds[1], more.data(), more.size()) == 2);
+  REQUIRE(f.run_until([&] { return lines.size() == 5; }));
+  CHECK(lines == std::vector<std::string>{"1", "2", "3", "4", "5"});
+  ::close(fds[1]);
+}
+
+TEST_CASE("freed memory goes back at once when no session is left, after trim_delay while sessions run") {
+  base::Config cfg;
+  cfg.trim_idle_bytes = 1000;
+  cfg.trim_busy_bytes = 64u << 20;
+  cfg.trim_delay = 2000ms;
+  ManagerFixture f(cfg);
+  auto& clock = f.loop.use_manual_clock();
+  f.pm->freed(999);
+  clock.advance(0ms);
+  CHECK(f.pm->trims() == 0);
+  f.pm->freed(1);
+  CHECK(f.pm->trims() == 0);  // never inside the caller: on the sweep's own turn
+  clock.advance(0ms);
+  CHECK(f.pm->trims() == 1);
+  CHECK(f.pm->freed_since_trim() == 0);
+  // While a session runs: only past trim_busy_bytes, and trim_delay after that.
+  auto& s = f.start(request({"/bin/sleep", "30"}, false));
+  f.pm->freed(1u << 20);
+  clock.advance(5000ms);
+  CHECK(f.pm->trims() == 1);
+  f.pm->freed(64u << 20);
+  clock.advance(1999ms);
+  CHECK(f.pm->trims() == 1);
+  f.pm->freed(64u << 20);  // more while the trim is pending: still one trim
+  clock.advance(1ms);
+  CHECK(f.pm->trims() == 2);
+  clock.advance(10000ms);
+  CHECK(f.pm->trims() == 2);
+  // The last session goes: what it held counts, and the trim follows at once.
+  std::string id = s.id();
+  f.pm->remove(id);
+  clock.advance(0ms);
+  CHECK(f.pm->trims() == 3);
+}
