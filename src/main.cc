@@ -25,20 +25,26 @@ usage:
       Run CMD under a sandbox policy on this terminal, like `codex sandbox`: read-only,
       workspace-write (default: the cwd and /tmp writable, .git/.codex/.uexec read-only,
       no network) or danger-full-access. `uexec sandbox --check` shows what this host has.
-  uexec mcp [--sandbox MODE ...] | uexec mcp --connect [SOCKET]
+  uexec mcp [--sandbox MODE [--approval POLICY] ...] | uexec mcp --connect [SOCKET]
       An MCP server on stdio for AI agents: exec_command, write_stdin, list_sessions,
       kill_session, read_output. On stdin EOF it ends its sessions and exits 0; with
-      --connect the sessions live in the daemon and outlive it.
+      --connect the sessions live in the daemon and outlive it. Approvals (--approval, or
+      the daemon's) are asked with elicitation/create when the client declared elicitation;
+      otherwise they are denied and the tool result says that approval was needed.
   uexec exec-server [--listen stdio|ws://IP:PORT] [--shutdown-grace-ms N] [--sandbox MODE
-                    [--approval POLICY] ...] [--allow-origin ORIGIN]... [--allow-remote]
+                    [--approval POLICY] ...] [--allow-origin ORIGIN]... [--allow-host HOST]...
+                    [--allow-remote] [--token-file PATH]
       Codex exec-server's JSON-RPC protocol on stdio (process/*, environment/*), plus
       uexec's extensions (resize, list, subscribe, wait, limits, approvals, exec/*). A
       drop-in for `codex exec-server --listen stdio`.
   uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]
-              [--allow-origin ORIGIN]... [--allow-remote] [--sandbox MODE [--approval POLICY] ...]
+              [--allow-origin ORIGIN]... [--allow-host HOST]... [--allow-remote]
+              [--token-file PATH] [--sandbox MODE [--approval POLICY] ...]
       The daemon: sessions that outlive their clients, on a Unix socket (mode 0600 in a
       0700 directory under $XDG_RUNTIME_DIR, else /tmp/uexec-$UID) and the web terminal on
-      ws://127.0.0.1:8022 (token in the runtime dir). SIGTERM ends it cleanly.
+      ws://127.0.0.1:8022 (a fresh token in the runtime dir, or the one in --token-file
+      PATH: yours, mode 0600, one line). A WebSocket upgrade whose Host is not loopback or
+      an --allow-host/--allow-origin host gets 403. SIGTERM ends it cleanly.
   uexec start [--tty] [--cwd DIR] -- CMD...    start a process in the daemon; prints its ID
   uexec ls                                     the daemon's processes
   uexec attach ID                              a terminal on a process (Ctrl-] detaches)

@@ -13,7 +13,6 @@
 #include "base/unique_fd.h"
 #include "loop/uv_handle.h"
 #include "rpc/agent_tools.h"
-#include "rpc/json_depth.h"
 #include "rpc/mcp_server.h"
 
 namespace uexec::rpc {
@@ -23,7 +22,7 @@ using base::Result;
 
 namespace {
 
-constexpr int kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602;
+constexpr int kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602;
 
 // MCP tool → native method (protocol.md §4.6: the same arguments, the same CallToolResult).
 const char* native_method(const std::string& tool) {
@@ -44,6 +43,7 @@ McpRelay::McpRelay(loop::Loop& loop, std::string socket_path, std::function<void
       socket_path_(std::move(socket_path)),
       send_(std::move(send)),
       retry_(loop),
+      elicitor_(send_),
       version_(McpServer::kDefaultVersion) {}
 
 McpRelay::~McpRelay() = default;
@@ -85,7 +85,9 @@ Result<void> McpRelay::connect() {
   init_id_ = next_id_++;
   resuming_ = !session_id_.empty();
   // "Until killed": what this client starts belongs to the daemon, not to this connection.
-  json params = {{"clientName", "uexec-mcp"}, {"detachedTtlMs", -1}};
+  json params = {{"clientName", "uexec-mcp"},
+                 {"detachedTtlMs", -1},
+                 {"capabilities", {{"extensions", true}, {"approvals", true}}}};
   if (resuming_) params["resumeSessionId"] = session_id_;
   send_daemon({{"jsonrpc", "2.0"}, {"id", init_id_}, {"method", "initialize"}, {"params", params}});
   return {};
@@ -134,13 +136,20 @@ void McpRelay::on_daemon_line(std::string_view line) {
     std::string method = m["method"].is_string() ? m["method"].get<std::string>() : "";
     const json& params = m.contains("params") ? m["params"] : json::object();
     if (m.contains("id")) {
-      // A server request. The relay declares no capabilities that invite one; answer anyway,
-      // so nothing on the daemon's side waits for us.
-      if (method == "approval/request")
-        return send_daemon({{"jsonrpc", "2.0"}, {"id", m["id"]}, {"result", {{"decision", "denied"}}}});
+      // A server request: approval/request is relayed; anything else is answered at once, so
+      // nothing on the daemon's side waits for us.
+      if (method == "approval/request") return on_approval_request(m["id"], params);
       return send_daemon({{"jsonrpc", "2.0"},
                           {"id", m["id"]},
                           {"error", {{"code", kMethodNotFound}, {"message", "method not found: " + method}}}});
+    }
+    if (method == "approval/cancelled" && params.is_object() && params.contains("approvalId") &&
+        params["approvalId"].is_string()) {
+      auto it = approvals_.find(params["approvalId"].get<std::string>());
+      if (it == approvals_.end()) return;
+      std::string eid = it->second;
+      approvals_.erase(it);
+      return elicitor_.withdraw(eid);
     }
     if (method != "exec/outputDelta" || !params.is_object() || !params.contains("progressToken")) return;
     const json& token = params["progressToken"];
@@ -170,6 +179,10 @@ void McpRelay::on_daemon_line(std::string_view line) {
   json result = m.contains("result") ? m["result"] : json::object();
   // The daemon always answers in the 2025-06-18 shape; older clients get no structuredContent.
   if (version_ != "2025-06-18" && result.is_object()) result.erase("structuredContent");
+  if (!p.note.empty() && result.is_object() && result.contains("content") && result["content"].is_array() &&
+      !result["content"].empty() && result["content"][0].is_object() && result["content"][0].contains("text") &&
+      result["content"][0]["text"].is_string())
+    result["content"][0]["text"] = result["content"][0]["text"].get<std::string>() + "\n" + p.note;
   reply(p.mcp_id, std::move(result));
 }
 
@@ -183,6 +196,10 @@ void McpRelay::on_daemon_eof() {
     daemon_->stop_reading();
     dead_ = std::move(daemon_);
   }
+  // The daemon's questions died with the connection: withdraw them from the client.
+  auto open = std::move(approvals_);
+  approvals_.clear();
+  for (auto& [aid, eid] : open) elicitor_.withdraw(eid);
   auto pending = std::move(pending_);
   pending_.clear();
   by_mcp_.clear();
@@ -218,6 +235,44 @@ void McpRelay::stop() {
   ready_ = nullptr;
 }
 
+// approval/request from the daemon (protocol.md §4.8): asked of the MCP client as
+// elicitation/create, or denied at once (with a note for the call) when it cannot be asked.
+void McpRelay::on_approval_request(const json& id, const json& params) {
+  ApprovalQuestion q;
+  std::string aid;
+  if (params.is_object()) {
+    std::string kind = params.value("kind", "");
+    bool escalation = params.contains("justification") && params["justification"].is_string();
+    q.purpose = kind == "retryUnsandboxed" ? "sandbox_retry" : escalation ? "escalation" : "exec";
+    q.command = params.value("command", "");
+    q.cwd = params.value("cwd", "");
+    q.reason = params.value("reason", "");
+    if (params.contains("denial") && params["denial"].is_object()) {
+      const json& d = params["denial"];
+      std::string mech = d.value("mechanism", ""), detail = d.value("detail", "");
+      q.denial = mech.empty() ? detail : detail.empty() ? mech : mech + ": " + detail;
+    }
+    aid = params.value("approvalId", "");
+  }
+  if (!elicitor_.enabled()) {
+    for (auto& [did, p] : pending_)
+      if (!p.cmd.empty() && p.cmd == q.command && p.note.empty()) {
+        p.note = approval_needed_note(q);
+        break;
+      }
+  }
+  auto answer = [this, id, aid](policy::Decision d) {
+    if (!aid.empty()) approvals_.erase(aid);
+    const char* native = d == policy::Decision::kApproved             ? "approved"
+                         : d == policy::Decision::kApprovedForSession ? "approvedForSession"
+                         : d == policy::Decision::kAbort              ? "abort"
+                                                                      : "denied";
+    send_daemon({{"jsonrpc", "2.0"}, {"id", id}, {"result", {{"decision", native}}}});
+  };
+  std::string eid = elicitor_.ask(q, std::move(answer));
+  if (!eid.empty() && !aid.empty()) approvals_[aid] = eid;
+}
+
 std::string McpRelay::unavailable(const std::string& why) const {
   return "uexec daemon unavailable: " + why + " (daemon socket " + socket_path_ + ")";
 }
@@ -240,23 +295,13 @@ void McpRelay::handle_oversize(std::size_t limit) {
 }
 
 void McpRelay::handle_line(std::string_view line) {
-  if (json_nested_deeper_than(line, kMaxJsonDepth))
-    return error(nullptr, kParseError, fmt::format("Parse error: nested deeper than {} levels", kMaxJsonDepth));
-  json msg = json::parse(line.begin(), line.end(), nullptr, false);
-  if (msg.is_discarded()) return error(nullptr, kParseError, "Parse error: the line is not valid JSON");
-  if (!msg.is_object()) return error(nullptr, kInvalidRequest, "Invalid Request: expected a JSON object");
-  json id = msg.contains("id") ? msg["id"] : json();
-  bool valid_id = id.is_null() || id.is_string() || id.is_number_integer();
-  if (!msg.contains("jsonrpc") || msg["jsonrpc"] != "2.0")
-    return error(valid_id ? id : json(), kInvalidRequest, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
-  if (!valid_id) return error(nullptr, kInvalidRequest, "Invalid Request: id must be a string or an integer");
-  if (!msg.contains("method")) return;  // a response to a request we never sent: ignore
-  if (!msg["method"].is_string()) return error(id, kInvalidRequest, "Invalid Request: method must be a string");
-  std::string method = msg["method"].get<std::string>();
-  json params = msg.contains("params") ? msg["params"] : json::object();
-  if (!params.is_object() && !params.is_array()) return error(id, kInvalidParams, "params must be an object");
-  if (!msg.contains("id")) return handle_notification(method, params);
-  handle_request(id, method, params);
+  McpMessage m = decode_mcp_line(line);
+  switch (m.kind) {
+    case McpMessage::kInvalid: return error(m.id, m.code, m.message);
+    case McpMessage::kResponse: elicitor_.on_response(m.response); return;  // to our elicitation/create
+    case McpMessage::kNotification: return handle_notification(m.method, m.params);
+    case McpMessage::kRequest: return handle_request(m.id, m.method, m.params);
+  }
 }
 
 void McpRelay::handle_notification(const std::string& method, const json& params) {
@@ -281,6 +326,7 @@ void McpRelay::handle_request(const json& id, const std::string& method, const j
       version_ = (v == "2025-06-18" || v == "2025-03-26" || v == "2024-11-05") ? v : McpServer::kDefaultVersion;
     }
     initialized_ = true;
+    elicitor_.set_client_capabilities(params);
     return reply(id, {{"protocolVersion", version_},
                       {"capabilities", {{"tools", {{"listChanged", false}}}}},
                       {"serverInfo", {{"name", "uexec"}, {"version", "0.1.0"}}},
@@ -319,7 +365,12 @@ void McpRelay::call_tool(const json& id, const std::string& name, const json& ar
   // The daemon streams exec/outputDelta under our own token, one per call, so two clients'
   // tokens can never collide on the shared connection.
   if (!progress_token.is_null() && params.is_object()) params["_meta"] = {{"progressToken", did}};
-  pending_[did] = Pending{id, progress_token, name};
+  Pending p;
+  p.mcp_id = id;
+  p.progress_token = progress_token;
+  p.tool = name;
+  if (name == "exec_command" && args.is_object() && args.contains("cmd") && args["cmd"].is_string()) p.cmd = args["cmd"];
+  pending_[did] = std::move(p);
   by_mcp_[id.dump()] = did;
   send_daemon({{"jsonrpc", "2.0"}, {"id", did}, {"method", method}, {"params", std::move(params)}});
 }

@@ -25,9 +25,13 @@
 // the daemon is away, calls end at once with the isError result "uexec daemon unavailable: …",
 // and so do the calls that were waiting when it went.
 // Not relayed: notifications/cancelled drops the call's reply, but the daemon's wait runs to
-// its end (the native protocol has no cancel; the yield is bounded anyway); approvals: the
-// relay does not declare them, so the daemon applies approval policy `never` (a denial is
-// reported, not asked about). Loop thread only.
+// its end (the native protocol has no cancel; the yield is bounded anyway).
+// Approvals: the relay declares `approvals` to the daemon, and each approval/request it gets is
+// asked of the MCP client as elicitation/create when the client declared `elicitation`
+// (mcp_elicitation.h), the answer mapped back ({decision}); otherwise it answers denied at
+// once and adds to that call's result that approval was needed. A question still open when
+// the daemon goes away (or withdraws it with approval/cancelled) is withdrawn from the client.
+// Loop thread only.
 #pragma once
 
 #include <uv.h>
@@ -46,6 +50,7 @@
 #include "loop/loop.h"
 #include "loop/timer.h"
 #include "rpc/line_channel.h"
+#include "rpc/mcp_elicitation.h"
 
 namespace uexec::rpc {
 
@@ -78,6 +83,8 @@ class McpRelay {
     json mcp_id;             // the client's request id
     json progress_token;     // the client's progressToken, or null
     std::string tool;
+    std::string cmd;         // exec_command's command line, to match approval/requests
+    std::string note;        // approval was needed and could not be asked: said in the result
     long progress = 0;       // notifications/progress sent so far
     bool cancelled = false;  // notifications/cancelled: drop the reply
   };
@@ -88,6 +95,7 @@ class McpRelay {
   void on_initialized(const json& reply);
   void schedule_reconnect();
   void send_daemon(const json& msg);
+  void on_approval_request(const json& id, const json& params);
 
   void handle_request(const json& id, const std::string& method, const json& params);
   void handle_notification(const std::string& method, const json& params);
@@ -111,6 +119,8 @@ class McpRelay {
   bool resuming_ = false;
   std::map<std::int64_t, Pending> pending_;    // daemon request id → call
   std::map<std::string, std::int64_t> by_mcp_; // client request id (dumped) → daemon id
+  ApprovalElicitor elicitor_;                  // approval/request → elicitation/create
+  std::map<std::string, std::string> approvals_;  // daemon approvalId → our elicitation id
   bool initialized_ = false;                   // the MCP client's initialize
   std::string version_;
 };

@@ -18,7 +18,25 @@ constexpr int kParseError = -32700, kInvalidRequest = -32600, kMethodNotFound = 
 }  // namespace
 
 McpServer::McpServer(agent::ExecService& exec, std::function<void(std::string)> send)
-    : tools_(exec), send_(std::move(send)) {}
+    : exec_(exec), tools_(exec), send_(std::move(send)), elicitor_(send_) {}
+
+// The orchestrator of this client's exec_command calls, when approvals apply (a sandbox and a
+// policy other than never); null otherwise. Its approver asks the client (elicitation/create)
+// or, for a client that cannot be asked, answers denied and leaves a note for the result.
+std::shared_ptr<policy::ToolOrchestrator> McpServer::orchestrator() {
+  if (exec_.approval_policy() == policy::ApprovalPolicy::kNever) return nullptr;
+  if (!orchestrator_)
+    orchestrator_ = std::make_shared<policy::ToolOrchestrator>(
+        [this](const policy::ApprovalRequest& req, std::function<void(policy::Decision)> answer) {
+          ApprovalQuestion q = question_for(req);
+          if (!elicitor_.enabled()) {
+            if (approval_notes_.size() >= 64) approval_notes_.clear();  // bounded: notes are best effort
+            approval_notes_[q.command] = approval_needed_note(q);
+          }
+          elicitor_.ask(q, std::move(answer));
+        });
+  return orchestrator_;
+}
 
 void McpServer::reply(const json& id, json result) {
   send_(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}.dump(-1, ' ', false,
@@ -37,24 +55,48 @@ void McpServer::handle_oversize(std::size_t limit) {
         {{"kind", "messageTooLarge"}, {"limit", limit}});
 }
 
-void McpServer::handle_line(std::string_view line) {
+McpMessage decode_mcp_line(std::string_view line) {
+  McpMessage m;
+  auto invalid = [&m](json id, int code, std::string message) {
+    m.kind = McpMessage::kInvalid;
+    m.id = std::move(id);
+    m.code = code;
+    m.message = std::move(message);
+    return std::move(m);
+  };
   if (json_nested_deeper_than(line, kMaxJsonDepth))
-    return error(nullptr, kParseError, fmt::format("Parse error: nested deeper than {} levels", kMaxJsonDepth));
+    return invalid(nullptr, kParseError, fmt::format("Parse error: nested deeper than {} levels", kMaxJsonDepth));
   json msg = json::parse(line.begin(), line.end(), nullptr, false);
-  if (msg.is_discarded()) return error(nullptr, kParseError, "Parse error: the line is not valid JSON");
-  if (!msg.is_object()) return error(nullptr, kInvalidRequest, "Invalid Request: expected a JSON object");
+  if (msg.is_discarded()) return invalid(nullptr, kParseError, "Parse error: the line is not valid JSON");
+  if (!msg.is_object()) return invalid(nullptr, kInvalidRequest, "Invalid Request: expected a JSON object");
   json id = msg.contains("id") ? msg["id"] : json();
   bool valid_id = id.is_null() || id.is_string() || id.is_number_integer();
   if (!msg.contains("jsonrpc") || msg["jsonrpc"] != "2.0")
-    return error(valid_id ? id : json(), kInvalidRequest, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
-  if (!valid_id) return error(nullptr, kInvalidRequest, "Invalid Request: id must be a string or an integer");
-  if (!msg.contains("method")) return;  // a response to a request we never sent: ignore
-  if (!msg["method"].is_string()) return error(id, kInvalidRequest, "Invalid Request: method must be a string");
-  std::string method = msg["method"].get<std::string>();
+    return invalid(valid_id ? id : json(), kInvalidRequest, "Invalid Request: \"jsonrpc\" must be \"2.0\"");
+  if (!valid_id) return invalid(nullptr, kInvalidRequest, "Invalid Request: id must be a string or an integer");
+  if (!msg.contains("method")) {
+    m.kind = McpMessage::kResponse;
+    m.response = std::move(msg);
+    return m;
+  }
+  if (!msg["method"].is_string()) return invalid(id, kInvalidRequest, "Invalid Request: method must be a string");
   json params = msg.contains("params") ? msg["params"] : json::object();
-  if (!params.is_object() && !params.is_array()) return error(id, kInvalidParams, "params must be an object");
-  if (!msg.contains("id")) return handle_notification(method, params);
-  handle_request(id, method, params);
+  if (!params.is_object() && !params.is_array()) return invalid(id, kInvalidParams, "params must be an object");
+  m.kind = msg.contains("id") ? McpMessage::kRequest : McpMessage::kNotification;
+  m.id = std::move(id);
+  m.method = msg["method"].get<std::string>();
+  m.params = std::move(params);
+  return m;
+}
+
+void McpServer::handle_line(std::string_view line) {
+  McpMessage m = decode_mcp_line(line);
+  switch (m.kind) {
+    case McpMessage::kInvalid: return error(m.id, m.code, m.message);
+    case McpMessage::kResponse: elicitor_.on_response(m.response); return;  // to our elicitation/create
+    case McpMessage::kNotification: return handle_notification(m.method, m.params);
+    case McpMessage::kRequest: return handle_request(m.id, m.method, m.params);
+  }
 }
 
 void McpServer::handle_notification(const std::string& method, const json& params) {
@@ -77,6 +119,7 @@ void McpServer::handle_request(const json& id, const std::string& method, const 
       version_ = (v == "2025-06-18" || v == "2025-03-26" || v == "2024-11-05") ? v : kDefaultVersion;
     }
     initialized_ = true;
+    elicitor_.set_client_capabilities(params);
     return reply(id, {{"protocolVersion", version_},
                       {"capabilities", {{"tools", {{"listChanged", false}}}}},
                       {"serverInfo", {{"name", "uexec"}, {"version", "0.1.0"}}},
@@ -117,13 +160,25 @@ void McpServer::call_tool(const json& id, const std::string& name, const json& a
       send_(note.dump());
     };
   }
+  std::shared_ptr<policy::ToolOrchestrator> approvals;
+  std::string cmd;
+  if (name == "exec_command") {
+    approvals = orchestrator();
+    if (approvals && args.is_object() && args.contains("cmd") && args["cmd"].is_string()) cmd = args["cmd"];
+  }
   bool known = tools_.call(
       name, args, structured,
-      [this, id, key](json result) {
+      [this, id, key, cmd](json result) {
         pending_.erase(key);
+        if (auto note = approval_notes_.find(cmd); !cmd.empty() && note != approval_notes_.end()) {
+          if (result.contains("content") && result["content"].is_array() && !result["content"].empty() &&
+              result["content"][0].contains("text") && result["content"][0]["text"].is_string())
+            result["content"][0]["text"] = result["content"][0]["text"].get<std::string>() + "\n" + note->second;
+          approval_notes_.erase(note);
+        }
         reply(id, std::move(result));
       },
-      &cid, std::move(on_delta));
+      &cid, std::move(on_delta), std::move(approvals));
   if (!known) return error(id, kInvalidParams, "Unknown tool: " + name, {{"kind", "invalidParams"}, {"field", "name"}});
   if (cid != 0) pending_[key] = cid;
 }

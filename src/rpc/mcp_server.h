@@ -7,7 +7,12 @@
 // decimal strings) to ExecService calls. Tool failures are isError results with Codex's
 // wording; protocol failures are JSON-RPC errors; the server stays up on any input.
 // tools/call replies may come in any order; notifications/cancelled ends a call's wait
-// without a reply, and the process keeps running. Loop thread only.
+// without a reply, and the process keeps running.
+// Approvals (sandbox.md §6.5): when the ExecService has a sandbox and an approval policy other
+// than never, exec_command runs through one ToolOrchestrator per server (its
+// approved-for-session cache lives as long as the client), whose questions go to the client as
+// elicitation/create if it declared `elicitation` (mcp_elicitation.h); otherwise each answer is
+// denied and the tool result says that approval was needed. Loop thread only.
 #pragma once
 
 #include <map>
@@ -18,10 +23,24 @@
 
 #include "agent/exec_service.h"
 #include "rpc/agent_tools.h"
+#include "rpc/mcp_elicitation.h"
 
 namespace uexec::rpc {
 
 using nlohmann::json;
+
+// One line from an MCP client, its JSON-RPC 2.0 envelope checked (shared by McpServer and
+// McpRelay). kInvalid carries the error to answer: `id` (null when unknown), `code`, `message`.
+struct McpMessage {
+  enum Kind { kRequest, kNotification, kResponse, kInvalid } kind = kInvalid;
+  json id;             // requests, and invalid messages whose id could be read
+  std::string method;  // requests and notifications
+  json params;         // requests and notifications: an object or an array ({} when absent)
+  json response;       // kResponse: the whole message
+  int code = 0;        // kInvalid
+  std::string message; // kInvalid
+};
+McpMessage decode_mcp_line(std::string_view line);
 
 class McpServer {
  public:
@@ -32,6 +51,8 @@ class McpServer {
   void handle_line(std::string_view line);
   // Answers an oversize line (-32600 messageTooLarge, id null).
   void handle_oversize(std::size_t limit);
+  // Questions still waiting for the client (it went away): withdrawn, answered denied.
+  void deny_pending_approvals() { elicitor_.deny_all(); }
 
   static constexpr const char* kDefaultVersion = "2025-06-18";
 
@@ -42,8 +63,16 @@ class McpServer {
   void reply(const json& id, json result);
   void error(const json& id, int code, const std::string& message, json data = nullptr);
 
+  std::shared_ptr<policy::ToolOrchestrator> orchestrator();
+
+  agent::ExecService& exec_;
   AgentTools tools_;
   std::function<void(std::string)> send_;
+  ApprovalElicitor elicitor_;
+  std::shared_ptr<policy::ToolOrchestrator> orchestrator_;  // made at the first exec_command that needs it
+  // Approvals that were needed but could not be asked (no elicitation): the note for the
+  // result of the exec_command with that command text.
+  std::map<std::string, std::string> approval_notes_;
   bool initialized_ = false;
   std::string version_ = kDefaultVersion;
   std::map<std::string, agent::CallId> pending_;  // request id (dumped) → call

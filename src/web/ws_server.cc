@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "web/listener_auth.h"
 
 namespace uexec::web {
 
@@ -132,10 +133,23 @@ bool token_ok(struct lws* wsi, const std::string& token) {
   return false;
 }
 
-// Who may open the WebSocket (protocol.md §8): a browser page of an accepted origin (403
-// otherwise; checked first, as the browser's own identity), then anyone with the token (401).
+// Who may open the WebSocket (protocol.md §8): a request under one of our Host names (403
+// otherwise), from a browser page of an accepted origin (403 otherwise; checked before the
+// token, as the browser's own identity), then anyone with the token (401).
 Refusal check_upgrade(struct lws* wsi, const WsServer& server) {
   const WsOptions& o = server.options();
+  // DNS rebinding (listener_auth.h): a page that reaches us under its own name gets nothing.
+  std::string host = header(wsi, WSI_TOKEN_HOST);
+  if (!host_allowed(host, o.allowed_hosts)) {
+    std::string shown = host.empty() ? "(none)" : host.substr(0, 200);
+    std::string names = "127.0.0.1, localhost, [::1]";
+    for (const auto& h : o.allowed_hosts) names += ", " + h;
+    return {HTTP_STATUS_FORBIDDEN,
+            fmt::format("403 Forbidden: this uexec WebSocket does not answer to the Host {}.\n"
+                        "It answers to {} (with any port).\n"
+                        "To reach it under that name, restart the server with --allow-host {}\n",
+                        shown, names, host.empty() ? "HOST" : shown)};
+  }
   std::string origin = header(wsi, WSI_TOKEN_ORIGIN);
   if (!origin.empty() && !origin_allowed(origin, server.port(), o.allowed_origins)) {
     // The origin is the peer's text: cut it, it goes into our log and our answer.
@@ -231,7 +245,11 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
              c->below = n;
              c->below_fn = std::move(fn);
              flush_below(c);
-           }});
+           },
+           // Above the high watermark the peer's messages wait in the kernel (lws rx flow
+           // control); a stalled peer is closed at lws's next timeout check.
+           [c](bool on) { lws_rx_flow_control(c->wsi, on ? 1 : 0); },
+           [c] { lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC); }});
       return 0;
     }
     case LWS_CALLBACK_RECEIVE: {
@@ -318,19 +336,6 @@ std::string new_token() {
   }
   if (bits > 0) out += kUrl[(acc << (6 - bits)) & 63];
   return out;
-}
-
-bool is_loopback_host(std::string_view host) {
-  std::string h(host);
-  if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
-  for (auto& ch : h) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (h == "localhost") return true;
-  in_addr v4{};
-  if (::inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
-  in6_addr v6{};
-  if (::inet_pton(AF_INET6, h.c_str(), &v6) == 1)
-    return IN6_IS_ADDR_LOOPBACK(&v6) || (IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127);
-  return false;
 }
 
 Result<std::string> parse_allowed_origin(std::string_view origin) {

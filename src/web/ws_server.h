@@ -5,6 +5,7 @@
 // Security (protocol.md §8): the front doors bind it to loopback unless given --allow-remote
 // (is_loopback_host). An upgrade is checked before it happens, in
 // LWS_CALLBACK_HTTP_CONFIRM_UPGRADE, while it is still plain HTTP and can get a real answer:
+//   a Host that is not ours         → 403 Forbidden (DNS rebinding; listener_auth.h)
 //   an Origin that is not ours      → 403 Forbidden, naming the origin
 //   no token, or the wrong one      → 401 Unauthorized, saying how to send it and where it is
 // "Ours" is http://127.0.0.1:<port>, http://localhost:<port>, http://[::1]:<port> and the
@@ -16,7 +17,8 @@
 // fixed list of paths, without a token: it holds no secret, and the WebSocket it opens needs
 // one. Fragments are reassembled; a binary message gets a parse error and the connection
 // stays open. Outbound messages wait in a per-connection queue that the ExecServer sees
-// through Peer::queued, so its watermarks apply here too.
+// through Peer::queued, so its watermarks apply here too: above the high one the peer's
+// messages are not read (lws_rx_flow_control), and a peer stalled there is closed.
 //
 // Lifecycle: start() creates the lws context on the loop; stop() starts lws's staged
 // teardown (safe inside a callback); the destructor turns the loop and completes it, so it
@@ -31,6 +33,7 @@
 #include "base/result.h"
 #include "loop/loop.h"
 #include "rpc/exec_server.h"
+#include "web/listener_auth.h"  // is_loopback_host
 
 struct lws_context;
 
@@ -42,6 +45,7 @@ struct WsOptions {
   std::string token;               // empty: no token required (exec-server on loopback)
   std::string token_hint;          // where a client finds the token, for the 401 text
   std::vector<std::string> allowed_origins;  // exact origins beyond loopback (parse_allowed_origin)
+  std::vector<std::string> allowed_hosts;    // Host values beyond loopback (parse_allowed_host)
   std::size_t max_message_bytes = 16u << 20;
   std::string web_root;            // the web page's directory (index.html, node_modules/…); empty: none
 };
@@ -80,9 +84,6 @@ class WsServer {
 
 // A fresh random token: 256 bits, base64url without padding.
 std::string new_token();
-
-// True for a loopback listen address: 127.0.0.0/8, ::1 (bracketed or not), localhost.
-bool is_loopback_host(std::string_view host);
 
 // An --allow-origin value as the server compares it: `scheme://host[:port]`, scheme http or
 // https, lower case, no path. `*`, `null` and anything else get an Error saying why.

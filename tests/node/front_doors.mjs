@@ -4,6 +4,10 @@
 //     `uexec exec-server --listen ws://`);
 //   - --allow-origin (exact origins; `*` refused) and --allow-remote (a non-loopback listen
 //     address, only with a token; a warning at start);
+//   - the Host check against DNS rebinding: 403 unless Host names a loopback address, the
+//     listen address, an --allow-origin host or an --allow-host entry;
+//   - --token-file (serve and exec-server --listen ws://): the token from a file, refused when
+//     missing, empty or readable by others;
 //   - `uexec mcp --connect SOCKET`, driven by the official MCP SDK client: its sessions live in
 //     the daemon and outlive it; a daemon that is not there is a start-up error; a daemon that
 //     goes away makes calls fail with "uexec daemon unavailable" until it is back.
@@ -30,9 +34,10 @@ fs.chmodSync(tmp, 0o700);
 const children = [];
 
 // One WebSocket upgrade: {status: 101 | the HTTP status | 0, body, ws (when open)}.
-function upgrade(url, { token, protocols = [], origin } = {}) {
+function upgrade(url, { token, protocols = [], origin, host } = {}) {
   return new Promise((resolve) => {
     const headers = token ? { Authorization: `Bearer ${token}` } : {};
+    if (host !== undefined) headers.Host = host;
     const ws = new WebSocket(url, protocols, { headers, ...(origin ? { origin } : {}) });
     const timer = setTimeout(() => { ws.terminate(); resolve({ status: 0, body: "timeout" }); }, 5000);
     ws.on("open", () => { clearTimeout(timer); resolve({ status: 101, ws }); });
@@ -231,6 +236,100 @@ function refused(args, env = {}) {
   check("[exec-server ws] no token needed on loopback without UEXEC_WS_TOKEN", r.status === 101, `${r.status} ${r.body}`);
   r.ws?.close();
   await stop(open.proc);
+}
+
+// ---- 3b. the Host check (DNS rebinding) --------------------------------------------------------
+{
+  const d = await serve(["--ws", "127.0.0.1:0", "--allow-origin", "https://tools.example", "--allow-host", "DevBox.Example"]);
+  const url = `ws://127.0.0.1:${d.port}/`;
+  for (const h of [`127.0.0.1:${d.port}`, "127.0.0.1", `localhost:${d.port}`, "LOCALHOST", `[::1]:${d.port}`, "[::1]",
+                   `devbox.example:${d.port}`, "devbox.example", "tools.example"]) {
+    const r = await upgrade(url, { token: d.token, host: h });
+    check(`[host] ${h} is accepted`, r.status === 101, `${r.status} ${r.body}`);
+    r.ws?.close();
+  }
+  for (const h of [`evil.example:${d.port}`, "localhost.evil.example", `127.0.0.1.evil.example:${d.port}`, `0.0.0.0:${d.port}`,
+                   "sub.devbox.example", `[::1`]) {
+    const r = await upgrade(url, { token: d.token, host: h });
+    check(`[host] ${h}: 403`, r.status === 403, `${r.status} ${r.body}`);
+  }
+  let r = await upgrade(url, { token: d.token, host: `rebound.example:${d.port}` });
+  check("[host] the 403 names the Host and the flag", r.status === 403 && r.body.includes(`rebound.example:${d.port}`) &&
+    r.body.includes("--allow-host") && r.body.includes("devbox.example"), r.body);
+  r = await upgrade(url, { host: `rebound.example:${d.port}` });
+  check("[host] a foreign Host without a token: 403 first", r.status === 403, `${r.status} ${r.body}`);
+  r = await upgrade(url, { token: d.token, host: `rebound.example:${d.port}`, origin: `http://rebound.example:${d.port}` });
+  check("[host] a rebinding page (its own Host and Origin): 403", r.status === 403, `${r.status} ${r.body}`);
+  check("[host] refusals are logged", /refusing a WebSocket upgrade \(403\): 403 Forbidden: this uexec WebSocket does not answer to the Host/.test(d.err()), d.err());
+  await stop(d.proc);
+
+  let f = refused(["serve", "--socket", path.join(tmp, "h.sock"), "--ws", "127.0.0.1:0", "--allow-host", "*"]);
+  check("[host] --allow-host * is refused", f.status === 2 && f.stderr.includes("--allow-host * is not accepted"), `${f.status} ${f.stderr}`);
+  f = refused(["serve", "--socket", path.join(tmp, "h.sock"), "--ws", "127.0.0.1:0", "--allow-host", "https://x.example/"]);
+  check("[host] --allow-host with a URL is refused", f.status === 2 && f.stderr.includes("not a URL"), `${f.status} ${f.stderr}`);
+
+  const es = await execServer("ws://127.0.0.1:0", ["--allow-host", "devbox.example"]);
+  r = await upgrade(es.url + "/", { host: "evil.example" });
+  check("[host] exec-server: a foreign Host: 403", r.status === 403, `${r.status} ${r.body}`);
+  r = await upgrade(es.url + "/", { host: "devbox.example:1" });
+  check("[host] exec-server: --allow-host opens", r.status === 101, `${r.status} ${r.body}`);
+  r.ws?.close();
+  await stop(es.proc);
+}
+
+// ---- 3c. --token-file -------------------------------------------------------------------------
+{
+  const tdir = fs.mkdtempSync(path.join(tmp, "t-"));
+  const tokenFile = path.join(tdir, "my-token");
+  const token = "file-token-" + Math.random().toString(36).slice(2);
+  fs.writeFileSync(tokenFile, token + "\n", { mode: 0o600 });
+  const sockDir = fs.mkdtempSync(path.join(tmp, "d-"));
+  fs.writeFileSync(path.join(sockDir, "token"), "stale-token", { mode: 0o600 });  // an earlier run's
+  const d = await serve(["--ws", "127.0.0.1:0", "--token-file", tokenFile], path.join(sockDir, "uexec.sock"));
+  check("[token-file] serve listens, naming the file", d.port > 0 && d.err().includes(`token in ${tokenFile}`), d.err());
+  check("[token-file] no token of its own is written, and a stale one is removed", !fs.existsSync(d.tokenFile), d.tokenFile);
+  const url = `ws://127.0.0.1:${d.port}/`;
+  let r = await upgrade(url, { token });
+  check("[token-file] the file's token (newline stripped) opens", r.status === 101, `${r.status} ${r.body}`);
+  r.ws?.close();
+  r = await upgrade(url, { protocols: ["uexec.v1", `uexec.auth.${token}`] });
+  check("[token-file] also as a subprotocol", r.status === 101, `${r.status} ${r.body}`);
+  r.ws?.close();
+  r = await upgrade(url, { token: token + "x" });
+  check("[token-file] another token: 401 naming the file", r.status === 401 && r.body.includes(tokenFile), `${r.status} ${r.body}`);
+  await stop(d.proc);
+
+  const sockArgs = ["serve", "--socket", path.join(tmp, "tf.sock"), "--ws", "127.0.0.1:0", "--token-file"];
+  let f = refused([...sockArgs, path.join(tdir, "missing")]);
+  check("[token-file] a missing file is refused", f.status === 2 && f.stderr.includes(path.join(tdir, "missing")) &&
+    f.stderr.includes("No such file"), `${f.status} ${f.stderr}`);
+  fs.writeFileSync(path.join(tdir, "empty"), "\n", { mode: 0o600 });
+  f = refused([...sockArgs, path.join(tdir, "empty")]);
+  check("[token-file] an empty file is refused", f.status === 2 && f.stderr.includes("is empty"), `${f.status} ${f.stderr}`);
+  fs.writeFileSync(path.join(tdir, "open"), "tok\n", { mode: 0o600 });
+  fs.chmodSync(path.join(tdir, "open"), 0o644);
+  f = refused([...sockArgs, path.join(tdir, "open")]);
+  check("[token-file] a file others can read is refused", f.status === 2 && f.stderr.includes("group or others") &&
+    f.stderr.includes("chmod 600"), `${f.status} ${f.stderr}`);
+  check("[token-file] nothing was left listening", !fs.existsSync(path.join(tmp, "tf.sock")));
+  f = refused(["serve", "--socket", path.join(tmp, "tf.sock"), "--no-ws", "--token-file", tokenFile]);
+  check("[token-file] serve --no-ws refuses it", f.status === 2 && f.stderr.includes("--token-file"), `${f.status} ${f.stderr}`);
+
+  const es = await execServer("ws://127.0.0.1:0", ["--token-file", tokenFile], { UEXEC_WS_TOKEN: "" });
+  r = await upgrade(es.url + "/");
+  check("[token-file] exec-server: no token: 401 naming the file", r.status === 401 && r.body.includes(tokenFile), `${r.status} ${r.body}`);
+  r = await upgrade(es.url + "/", { token });
+  check("[token-file] exec-server: the file's token opens", r.status === 101, `${r.status} ${r.body}`);
+  if (r.ws) {
+    const init = await wsRequest(r.ws, "initialize", { clientName: "front-doors" });
+    check("[token-file] exec-server: it speaks the protocol", typeof init.result?.sessionId === "string", JSON.stringify(init));
+    r.ws.close();
+  }
+  await stop(es.proc);
+  f = refused(["exec-server", "--listen", "ws://127.0.0.1:0", "--token-file", path.join(tdir, "open")]);
+  check("[token-file] exec-server refuses a file others can read", f.status === 2 && f.stderr.includes("group or others"), `${f.status} ${f.stderr}`);
+  f = refused(["exec-server", "--listen", "stdio", "--token-file", tokenFile]);
+  check("[token-file] exec-server on stdio refuses it", f.status === 2 && f.stderr.includes("ws:// only"), `${f.status} ${f.stderr}`);
 }
 
 // ---- 4. `uexec mcp --connect` -----------------------------------------------------------------

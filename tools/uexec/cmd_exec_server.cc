@@ -7,8 +7,9 @@
 // protocol messages; diagnostics go to stderr.
 //
 // `--listen ws://IP:PORT` serves the same over WebSocket (Codex's `--listen ws://`): loopback
-// only unless --allow-remote, which needs a token (UEXEC_WS_TOKEN); browser origins are the
-// loopback ones plus --allow-origin entries; a dropped connection detaches its session.
+// only unless --allow-remote, which needs a token (UEXEC_WS_TOKEN or --token-file); browser
+// origins are the loopback ones plus --allow-origin entries, Host names the loopback ones plus
+// the configured hosts (--allow-host); a dropped connection detaches its session.
 #include <signal.h>
 #include <unistd.h>
 
@@ -50,13 +51,15 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     } else if (args[i] == "-h" || args[i] == "--help") {
       std::fputs(
           "usage: uexec exec-server [--listen stdio | --listen ws://IP:PORT [--allow-origin ORIGIN]...\n"
-          "                         [--allow-remote]] [--shutdown-grace-ms N] [--sandbox MODE ...]\n"
+          "                         [--allow-host HOST]... [--allow-remote] [--token-file PATH]]\n"
+          "                         [--shutdown-grace-ms N] [--sandbox MODE ...]\n"
           "  The Codex exec-server protocol (process/*, environment/*) plus uexec's extensions,\n"
           "  one JSON-RPC message per line on stdin/stdout. A Codex client works unchanged.\n"
           "  --listen ws://IP:PORT serves it over WebSocket instead (port 0 picks one; the URL is\n"
-          "  printed on stdout). Set UEXEC_WS_TOKEN to require that token (`Authorization: Bearer\n"
-          "  <token>` or the subprotocol `uexec.auth.<token>`; without it: 401, from a page of\n"
-          "  another origin: 403). With --listen ws://:\n",
+          "  printed on stdout). Set UEXEC_WS_TOKEN, or give --token-file PATH (it wins), to require\n"
+          "  that token (`Authorization: Bearer <token>` or the subprotocol `uexec.auth.<token>`;\n"
+          "  without it: 401; from a page of another origin, or under a Host name that is not\n"
+          "  ours: 403). With --listen ws://:\n",
           stdout);
       std::fputs(WsFlags::kHelp, stdout);
       std::fputs("  process/start takes its own `sandbox`; these set the default for exec/* (the agent tools):\n",
@@ -77,8 +80,10 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     std::fprintf(stderr, "uexec exec-server: --listen takes stdio or ws://IP:PORT, not %s\n", listen.c_str());
     return kExitUsage;
   }
-  if (!ws && (ws_flags.allow_remote || !ws_flags.allow_origins.empty())) {
-    std::fputs("uexec exec-server: --allow-origin and --allow-remote apply to --listen ws:// only\n", stderr);
+  if (!ws && ws_flags.any()) {
+    std::fputs("uexec exec-server: --allow-origin, --allow-host, --allow-remote and --token-file apply to --listen "
+               "ws:// only\n",
+               stderr);
     return kExitUsage;
   }
 #if !UEXEC_HAVE_LWS
@@ -97,10 +102,11 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     }
     if (const char* t = std::getenv("UEXEC_WS_TOKEN")) wo.token = t;
     wo.token_hint = "It is the UEXEC_WS_TOKEN that `uexec exec-server` was started with.";
+    if (!load_token_file(ws_flags, wo, "uexec exec-server")) return kExitUsage;  // it wins over UEXEC_WS_TOKEN
     if (sandbox.profile && wo.token.empty()) {
       // A sandboxed command with the network on could reach this port and start itself a
       // process without the sandbox: a sandbox needs an authenticated listener.
-      std::fputs("uexec exec-server: --sandbox with --listen ws:// needs UEXEC_WS_TOKEN\n", stderr);
+      std::fputs("uexec exec-server: --sandbox with --listen ws:// needs a token (UEXEC_WS_TOKEN or --token-file)\n", stderr);
       return kExitUsage;
     }
     if (!apply_ws_flags(ws_flags, wo, "uexec exec-server")) return kExitUsage;
@@ -150,10 +156,13 @@ int cmd_exec_server(const std::vector<std::string>& args) {
   }
 #endif
   rpc::LineChannel channel(loop, 0, 1);
+  bool stopping = false;
+  // Above the high watermark stdin is not read (protocol.md §7); no `close`: stdio is never
+  // closed for a stall, its client is the one that started us.
   auto conn = server->connect({[&](std::string m) { channel.send(std::move(m)); },
                                [&] { return channel.queued_bytes(); },
-                               [&](std::size_t n, std::function<void()> fn) { channel.when_below(n, std::move(fn)); }});
-  bool stopping = false;
+                               [&](std::size_t n, std::function<void()> fn) { channel.when_below(n, std::move(fn)); },
+                               [&](bool on) { on ? channel.resume_reading() : channel.pause_reading(); }});
   auto stop = [&](bool kill_now) {
     if (stopping) return;
     stopping = true;

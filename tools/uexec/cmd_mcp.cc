@@ -36,7 +36,8 @@ namespace uexec::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "usage: uexec mcp [--sandbox MODE [--writable DIR]... [--deny-read GLOB]... [--network on|off]]\n"
+    "usage: uexec mcp [--sandbox MODE [--writable DIR]... [--deny-read GLOB]... [--network on|off]\n"
+    "                 [--approval POLICY]]\n"
     "       uexec mcp --connect [SOCKET]\n"
     "  An MCP server on stdin/stdout (JSON-RPC 2.0, one message per line) with the tools\n"
     "  exec_command, write_stdin, list_sessions, kill_session and read_output.\n"
@@ -46,7 +47,10 @@ constexpr const char* kUsage =
     "  default $UEXEC_SOCKET, else the daemon's default socket): they outlive this process, other\n"
     "  MCP clients of the daemon list them, and the daemon's own --sandbox applies to them.\n"
     "  Progress (notifications/progress) is relayed; a cancelled call's reply is dropped, but\n"
-    "  the daemon's wait runs to its end.\n";
+    "  the daemon's wait runs to its end.\n"
+    "  Approvals (--approval, or the daemon's with --connect) are asked of the MCP client with\n"
+    "  elicitation/create when it declared the `elicitation` capability; otherwise the answer is\n"
+    "  denied and the tool result says that approval was needed.\n";
 
 // `uexec mcp --connect`: MCP on stdio, tool calls relayed to the daemon at `socket_path`.
 int run_connected(const std::string& socket_path) {
@@ -123,10 +127,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
     std::fprintf(stderr, "uexec mcp: unknown option %s\n%s", a.c_str(), kUsage);
     return kExitUsage;
   }
-  if (sandbox.finish() && sandbox.approval != policy::ApprovalPolicy::kNever)
-    sandbox.error = "--approval needs a client that answers approval/request (uexec serve, exec-server); "
-                    "MCP elicitation is not supported yet";
-  if (!sandbox.error.empty()) {
+  if (!sandbox.finish()) {
     std::fprintf(stderr, "uexec mcp: %s\n", sandbox.error.c_str());
     return kExitUsage;
   }
@@ -159,7 +160,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
   cfg.close_drain = std::chrono::milliseconds{1000};  // agent-semantics §1.1
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, std::move(env), cwd);
-  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend);
+  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend, sandbox.approval);
   rpc::LineChannel channel(loop, 0, 1);
   rpc::McpServer server(*exec, [&](std::string msg) { channel.send(std::move(msg)); });
 
@@ -168,6 +169,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
     if (stopping) return;
     stopping = true;
     channel.stop_reading();
+    server.deny_pending_approvals();  // nobody is left to answer them
     exec->shutdown([&] { channel.when_flushed([&] { loop.stop(); }); });
   };
   channel.on_line = [&](std::string_view line) { server.handle_line(line); };

@@ -59,15 +59,17 @@ int cmd_serve(const std::vector<std::string>& args) {
       web = false;
     } else if (args[i] == "-h" || args[i] == "--help") {
       std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]\n"
-                 "                   [--allow-origin ORIGIN]... [--allow-remote] [--sandbox MODE ...]\n"
+                 "                   [--allow-origin ORIGIN]... [--allow-host HOST]... [--allow-remote]\n"
+                 "                   [--token-file PATH] [--sandbox MODE ...]\n"
                  "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
-                 "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (token in\n"
-                 "  <socket dir>/token), which also serves the web terminal at http://127.0.0.1:8022/\n"
-                 "  (open the URL it prints: the token rides in its #fragment). --web-root: the page's\n"
-                 "  directory (default $UEXEC_WEB_ROOT, else the source tree's src/web/page).\n"
+                 "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (a fresh token in\n"
+                 "  <socket dir>/token, or --token-file's), which also serves the web terminal at\n"
+                 "  http://127.0.0.1:8022/ (open the URL it prints: the token rides in its #fragment).\n"
+                 "  --web-root: the page's directory (default $UEXEC_WEB_ROOT, else the source tree's\n"
+                 "  src/web/page).\n"
                  "  A WebSocket client sends the token as `Authorization: Bearer <token>` or, from a\n"
                  "  browser, as the subprotocol `uexec.auth.<token>`; without it: 401, from a page of\n"
-                 "  another origin: 403.\n",
+                 "  another origin or under a Host name that is not ours: 403.\n",
                  stdout);
       std::fputs(WsFlags::kHelp, stdout);
       std::fputs("  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
@@ -90,8 +92,15 @@ int cmd_serve(const std::vector<std::string>& args) {
       std::fprintf(stderr, "uexec serve: --ws takes HOST:PORT (e.g. 127.0.0.1:8022), not %s\n", ws.c_str());
       return kExitUsage;
     }
-    wo.token = web::new_token();  // always: nothing listens on TCP without one
+    // Always a token: nothing listens on TCP without one. Fresh, or from --token-file.
+    if (ws_flags.token_file.empty()) wo.token = web::new_token();
+    else if (!load_token_file(ws_flags, wo, "uexec serve")) return kExitUsage;
     if (!apply_ws_flags(ws_flags, wo, "uexec serve")) return kExitUsage;
+  } else if (ws_flags.any()) {
+    std::fputs("uexec serve: --allow-origin, --allow-host, --allow-remote and --token-file apply to the WebSocket "
+               "listener, and --no-ws turns it off\n",
+               stderr);
+    return kExitUsage;
   }
 #endif
   std::vector<std::string> env = process_environment();
@@ -116,15 +125,25 @@ int cmd_serve(const std::vector<std::string>& args) {
 #if UEXEC_HAVE_LWS
   std::unique_ptr<web::WsServer> ws_server;
   if (!ws.empty()) {
-    // The token lives next to the socket, readable by us alone.
-    std::string token_path = socket_path.substr(0, socket_path.rfind('/')) + "/token";
-    int fd = ::open(token_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0 || ::write(fd, wo.token.data(), wo.token.size()) < 0) {
-      std::fprintf(stderr, "uexec serve: cannot write %s\n", token_path.c_str());
-      return kExitInternal;
+    // A fresh token lives next to the socket, readable by us alone; --token-file's stays where it is.
+    std::string token_path = ws_flags.token_file;
+    std::string default_path = socket_path.substr(0, socket_path.rfind('/')) + "/token";
+    if (!token_path.empty()) {
+      // A token an earlier run left at the default place is not this one's: nobody should read it.
+      struct stat mine {}, stale {};
+      if (::stat(default_path.c_str(), &stale) == 0 && ::stat(token_path.c_str(), &mine) == 0 &&
+          (stale.st_dev != mine.st_dev || stale.st_ino != mine.st_ino))
+        ::unlink(default_path.c_str());
+    } else {
+      token_path = default_path;
+      int fd = ::open(token_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+      if (fd < 0 || ::write(fd, wo.token.data(), wo.token.size()) < 0) {
+        std::fprintf(stderr, "uexec serve: cannot write %s\n", token_path.c_str());
+        return kExitInternal;
+      }
+      ::close(fd);
+      wo.token_hint = "`uexec serve` wrote it to " + token_path + " (readable by its user only).";
     }
-    ::close(fd);
-    wo.token_hint = "`uexec serve` wrote it to " + token_path + " (readable by its user only).";
     if (web) wo.web_root = web_root.empty() ? web::default_web_root() : web_root;
     ws_server = std::make_unique<web::WsServer>(loop, *server, wo);
     if (auto r = ws_server->start(); !r) {

@@ -1,7 +1,8 @@
 // front_door.h: what every long-running front door (`mcp`, `exec-server`, `serve`) sets up
 // the same way: the environment and directory it hands to its sessions, the signals that end
 // it cleanly, the agent tools' default sandbox flags, and the WebSocket listener's flags
-// (--allow-origin, --allow-remote) with the checks that go with them (protocol.md §8).
+// (--allow-origin, --allow-host, --allow-remote, --token-file) with the checks that go with
+// them (protocol.md §8).
 #pragma once
 
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include "policy/profile.h"
 #include "policy/orchestrator.h"
 #include "policy/sandbox_attempt.h"
+#include "web/listener_auth.h"
 #if UEXEC_HAVE_LWS
 #include "web/ws_server.h"
 #endif
@@ -85,7 +87,9 @@ struct SandboxFlags {
       "                      danger-full-access\n"
       "  --writable DIR, --deny-read GLOB, --network on|off, --backend auto|namespaces|landlock|bwrap\n"
       "  --approval POLICY   never (default: denials are reported) | on-failure | on-request |\n"
-      "                      untrusted: clients that declare `approvals` get approval/request\n";
+      "                      untrusted: clients that declare `approvals` get approval/request;\n"
+      "                      under `uexec mcp`, clients that declare `elicitation` get\n"
+      "                      elicitation/create (others: denied, and the result says so)\n";
 
   bool consume(const std::vector<std::string>& args, std::size_t& i) {
     const std::string& a = args[i];
@@ -136,26 +140,47 @@ struct SandboxFlags {
 };
 
 // The WebSocket listener's flags: --allow-origin ORIGIN (repeatable) adds an exact browser
-// origin to the loopback ones; --allow-remote lets it listen on a non-loopback address, which
-// needs a token. consume() takes the flag at args[i] (and its value) and returns true, or
-// returns false for another flag; `error` says what was wrong.
+// origin to the loopback ones; --allow-host HOST (repeatable) a Host name to answer to besides
+// the loopback ones; --allow-remote lets it listen on a non-loopback address, which needs a
+// token; --token-file PATH gives that token. consume() takes the flag at args[i] (and its
+// value) and returns true, or returns false for another flag; `error` says what was wrong.
 struct WsFlags {
   std::vector<std::string> allow_origins;
+  std::vector<std::string> allow_hosts;
   bool allow_remote = false;
+  std::string token_file;
   std::string error;
+
+  bool any() const { return allow_remote || !allow_origins.empty() || !allow_hosts.empty() || !token_file.empty(); }
 
   static constexpr const char* kHelp =
       "  --allow-origin ORIGIN\n"
       "                      also accept WebSocket upgrades from this browser origin, exactly\n"
       "                      (http[s]://HOST[:PORT]; repeatable; `*` is refused). Default: only\n"
       "                      http://127.0.0.1:PORT, http://localhost:PORT, http://[::1]:PORT\n"
+      "  --allow-host HOST   also answer WebSocket upgrades whose Host header names HOST (a name or\n"
+      "                      address; any port; repeatable; `*` is refused). Default: only\n"
+      "                      127.0.0.1, localhost and [::1], the listen address itself and the\n"
+      "                      hosts of --allow-origin entries; others get 403 (DNS rebinding)\n"
       "  --allow-remote      allow a non-loopback listen address (e.g. 0.0.0.0:8022); the token\n"
-      "                      stays required, and ws:// is not encrypted: trusted networks only\n";
+      "                      stays required, and ws:// is not encrypted: trusted networks only\n"
+      "  --token-file PATH   read the token from PATH (one line; a trailing newline is stripped)\n"
+      "                      instead of making one; PATH must be yours and mode 0600 or stricter\n";
 
   bool consume(const std::vector<std::string>& args, std::size_t& i) {
     const std::string& a = args[i];
     if (a == "--allow-remote") {
       allow_remote = true;
+      return true;
+    }
+    if (a == "--allow-host") {
+      if (i + 1 >= args.size()) error = "--allow-host needs a host, e.g. --allow-host devbox.example";
+      else allow_hosts.push_back(args[++i]);
+      return true;
+    }
+    if (a == "--token-file") {
+      if (i + 1 >= args.size()) error = "--token-file needs a path";
+      else token_file = args[++i];
       return true;
     }
     if (a != "--allow-origin") return false;
@@ -194,6 +219,20 @@ inline bool split_host_port(std::string hostport, int default_port, std::string*
 }
 
 #if UEXEC_HAVE_LWS
+// --token-file: the token and the 401's hint come from the file. True when there is none, or
+// after reading it; false after saying why on stderr (prefixed with `who`).
+inline bool load_token_file(const WsFlags& f, web::WsOptions& wo, const char* who) {
+  if (f.token_file.empty()) return true;
+  auto t = web::read_token_file(f.token_file);
+  if (!t) {
+    std::fprintf(stderr, "%s: %s\n", who, t.error().message().c_str());
+    return false;
+  }
+  wo.token = std::move(*t);
+  wo.token_hint = "It is in the file given to --token-file (" + f.token_file + ").";
+  return true;
+}
+
 // Applies WsFlags to a listener whose host and token are set: the origins are checked and
 // added; a non-loopback host needs --allow-remote and a token. False after saying why on
 // stderr (prefixed with `who`); a remote listener gets its warning when it starts
@@ -210,7 +249,23 @@ inline bool apply_ws_flags(const WsFlags& f, web::WsOptions& wo, const char* who
       return false;
     }
     wo.allowed_origins.push_back(*parsed);
+    // A host named in an allowed origin is one we answer to (the page's own server, proxied).
+    std::string authority = parsed->substr(parsed->find("://") + 3);
+    if (auto h = web::parse_host_header(authority); h && !web::is_loopback_host(*h)) wo.allowed_hosts.push_back(*h);
   }
+  for (const auto& h : f.allow_hosts) {
+    auto parsed = web::parse_allowed_host(h);
+    if (!parsed) {
+      std::fprintf(stderr, "%s: %s\n", who, parsed.error().context.c_str());
+      return false;
+    }
+    wo.allowed_hosts.push_back(*parsed);
+  }
+  // The address it listens on is a name it answers to, unless it is a wildcard (a page can
+  // reach 0.0.0.0 as well as 127.0.0.1: that name proves nothing).
+  if (auto h = web::parse_allowed_host(wo.host.find(':') != std::string::npos ? "[" + wo.host + "]" : wo.host);
+      h && *h != "0.0.0.0" && *h != "::" && !web::is_loopback_host(*h))
+    wo.allowed_hosts.push_back(*h);
   if (web::is_loopback_host(wo.host)) return true;
   if (!f.allow_remote) {
     std::fprintf(stderr,
@@ -223,7 +278,7 @@ inline bool apply_ws_flags(const WsFlags& f, web::WsOptions& wo, const char* who
     std::fprintf(stderr,
                  "%s: --allow-remote needs a token: without one anybody who reaches %s could run commands as "
                  "you.\n  Set UEXEC_WS_TOKEN to a long random secret, e.g. "
-                 "UEXEC_WS_TOKEN=$(head -c32 /dev/urandom | base64).\n",
+                 "UEXEC_WS_TOKEN=$(head -c32 /dev/urandom | base64), or give --token-file PATH.\n",
                  who, wo.host.c_str());
     return false;
   }
