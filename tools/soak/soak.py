@@ -107,6 +107,9 @@ def summary(ctx, wall, size, cases_run):
     rss = "n/a"
     if base and final:
         rss = f"{base} KiB -> {final} KiB ({100.0 * (final - base) / base:+.1f}%)"
+        fg = t.get("rss_file_growth")
+        if fg is not None:
+            rss += f", {100.0 * (final - fg - base) / base:+.1f}% less {fg} KiB of newly mapped code"
         if t.get("trimmed"):
             rss += f", {t['rss_after_malloc_trim']} KiB after malloc_trim (diagnosis)"
         peak = max([v for _, v in ctx.rss_samples] or [0])
