@@ -304,6 +304,23 @@ bool glob_match(std::string_view pattern, std::string_view path) noexcept {
   }
 }
 
+bool glob_may_match_below(std::string_view pattern, std::string_view dir) noexcept {
+  try {
+    auto pat = path_components(pattern), path = path_components(dir);
+    std::string p, s;
+    for (std::size_t i = 0; i < path.size(); ++i) {
+      if (i >= pat.size()) return false;   // `dir` is deeper than any match
+      if (pat[i] == "**") return true;     // any depth below may match the rest
+      p.assign(pat[i]);
+      s.assign(path[i]);
+      if (::fnmatch(p.c_str(), s.c_str(), 0) != 0) return false;
+    }
+    return pat.size() > path.size();  // components left for an entry below `dir`
+  } catch (...) {
+    return true;  // out of memory: watching too much is the safe side
+  }
+}
+
 Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& in) {
   if (in.cwd.empty() || in.cwd[0] != '/') return Error::invalid("sandbox: cwd must be absolute");
   ResolvedPolicy r;

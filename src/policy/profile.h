@@ -89,6 +89,10 @@ struct ResolveInput {
 
 // Does `path` match glob `pattern` ('*', '?', '[…]' within a component; '**' any depth)?
 bool glob_match(std::string_view pattern, std::string_view path) noexcept;
+// Can anything strictly below directory `dir` match `pattern`? ("/a/*/x.pem" below "/a/b": yes;
+// below "/c" or "/a/b/x.pem": no; '**' reaches any depth.) The deny-read watcher descends
+// only where this holds, so a glob under a missing directory never walks the whole tree.
+bool glob_may_match_below(std::string_view pattern, std::string_view dir) noexcept;
 
 // Path helpers shared by the backends and the deny-read watcher (canonical absolute paths).
 // Is `path` equal to `root` or beneath it, by components ("/a/bc" is not beneath "/a/b")?

@@ -82,7 +82,7 @@ Result<void> DenyReadWatcher::watch(const std::string& dir, int depth, int limit
   ::closedir(d);
   for (const auto& [path, dir_child] : children) {
     if (scan) offer(path, dir_child);
-    if (dir_child && depth + 1 < limit)
+    if (dir_child && depth + 1 < limit && wanted(path))
       if (auto r = watch(path, depth + 1, limit, scan); !r) return r;
   }
   return {};
@@ -124,6 +124,13 @@ void DenyReadWatcher::remove(const std::string& id) {
   fd_.reset();
   dirs_.clear();
   wds_.clear();
+}
+
+bool DenyReadWatcher::wanted(const std::string& dir) const {
+  for (const auto& [id, e] : sessions_)
+    for (const auto& pattern : e.patterns)
+      if (policy::glob_may_match_below(pattern, dir)) return true;
+  return false;
 }
 
 void DenyReadWatcher::offer(const std::string& path, bool dir) {
@@ -172,7 +179,7 @@ void DenyReadWatcher::drain() {
       std::string path = (d.path == "/" ? "" : d.path) + "/" + ev->name;
       bool dir = (ev->mask & IN_ISDIR) != 0;
       offer(path, dir);
-      if (dir && d.depth + 1 < d.limit) (void)watch(path, d.depth + 1, d.limit, true);
+      if (dir && d.depth + 1 < d.limit && wanted(path)) (void)watch(path, d.depth + 1, d.limit, true);
     }
   }
 }

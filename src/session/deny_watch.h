@@ -5,8 +5,9 @@
 // holds one inotify instance on the loop; each sandboxed session with deny-read entries
 // registers its absolute globs and the datagram socket on which its sandbox's init takes
 // mask requests (pty/supervisor_protocol.h). The watcher places watches on each glob's
-// static prefix and, as deep as the glob can reach (bounded by the profile's scan depth),
-// on its subdirectories, following new directories as they appear. A file or directory
+// static prefix (its nearest existing ancestor when missing) and, as deep as the glob can
+// reach (bounded by the profile's scan depth), on the subdirectories a glob can still match
+// below, following new directories as they appear. A file or directory
 // created or moved in that matches a session's glob is sent to that session's init, which
 // mounts an empty mode-000 mask over it inside the sandbox: masked within a loop turn of
 // the event (the target is 100 ms; docs/benchmarks.md measures it). This covers files the
@@ -61,6 +62,8 @@ class DenyReadWatcher {
 
   base::Result<void> ensure_open();
   base::Result<void> watch(const std::string& dir, int depth, int limit, bool scan);
+  // Whether some session's glob can match below `dir` (only such directories are watched).
+  bool wanted(const std::string& dir) const;
   void offer(const std::string& path, bool is_dir);
   void drain();
   static void on_readable(uv_poll_t* h, int status, int events) noexcept;

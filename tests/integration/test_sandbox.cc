@@ -291,6 +291,26 @@ TEST_CASE("deny-read files that appear after launch are masked: by the host, by 
   CHECK(line == "own");
 }
 
+TEST_CASE("deny-read globs under missing directories: watched along their path, not the whole tree") {
+  if (!have_namespaces()) return;
+  ManagerFixture f;
+  Scratch s;
+  auto p = policy::PermissionProfile::for_mode(policy::SandboxMode::kWorkspaceWrite);
+  // The nearest existing ancestor of the first is "/": walking all of it (/proc included)
+  // used to refuse the session (deny_read_index_unavailable).
+  p.deny_read = {"/uexec-missing-" + std::to_string(::getpid()) + "/**/*.pem", s.ws() + "/later/sub/*.pem"};
+  auto req = request({"/bin/sh", "-c", "mkdir -p later/sub; echo key > later/sub/k.pem; sleep 0.2; "
+                                       "cat later/sub/k.pem; echo done"},
+                     false);
+  req.cwd = s.ws();
+  auto& a = start_in(f, req, namespaces(p));
+  REQUIRE(f.wait_finished(a));
+  std::string out = all_output(a);
+  CHECK(out.find("done") != std::string::npos);
+  CHECK(out.find("key\n") == std::string::npos);
+  CHECK(out.find("k.pem: Permission denied") != std::string::npos);
+}
+
 TEST_CASE("a private /tmp keeps a workspace that lives under /tmp, and nothing else of the host's") {
   if (!have_namespaces()) return;
   ManagerFixture f;

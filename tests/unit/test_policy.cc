@@ -190,6 +190,20 @@ TEST_CASE("glob_match: '**' edge cases, and many of them (was exponential, fuzz_
   CHECK(glob_match(many, std::string(path + path + path + path + path).substr(0, 400)));
 }
 
+TEST_CASE("glob_may_match_below: where the deny-read watcher descends") {
+  CHECK(glob_may_match_below("/a/*/x.pem", "/"));
+  CHECK(glob_may_match_below("/a/*/x.pem", "/a"));
+  CHECK(glob_may_match_below("/a/*/x.pem", "/a/b"));
+  CHECK_FALSE(glob_may_match_below("/a/*/x.pem", "/c"));
+  CHECK_FALSE(glob_may_match_below("/a/*/x.pem", "/a/b/x.pem"));  // a match itself, nothing below
+  CHECK_FALSE(glob_may_match_below("/a/*/x.pem", "/a/b/c"));
+  CHECK(glob_may_match_below("/missing/**/*.pem", "/"));
+  CHECK_FALSE(glob_may_match_below("/missing/**/*.pem", "/proc"));
+  CHECK(glob_may_match_below("/missing/**/*.pem", "/missing/x/y/z"));
+  CHECK(glob_may_match_below("/**", "/proc/1"));
+  CHECK_FALSE(glob_may_match_below("/a/b", "/a/b"));
+}
+
 TEST_CASE("canonical_root refuses symlinked and missing roots") {
   Scratch s;
   fs::create_directories(s / "real/sub");
