@@ -1031,7 +1031,12 @@ void ExecService::run_orchestrated(Call* c, ExecParams p, const std::string& cwd
   auto run_attempt = [this, cid, params](const policy::SandboxAttempt& attempt,
                                          std::function<void(policy::AttemptOutcome)> report) {
     auto it = calls_.find(cid);
-    if (it == calls_.end()) return;  // cancelled meanwhile
+    if (it == calls_.end()) {  // cancelled meanwhile (say, while an approval was asked): nothing runs,
+      policy::AttemptOutcome o;  // and the orchestration ends, releasing what it holds
+      o.kind = policy::AttemptOutcome::Kind::kFailed;
+      o.error = "the call was cancelled";
+      return report(o);
+    }
     Call* call = it->second.get();
     ExecParams q = *params;
     q.attempt = attempt;
