@@ -37,10 +37,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// What a protocol session or a connection holds besides its processes and queue, roughly:
-// counted toward the next malloc_trim when it goes (ProcessManager::freed).
-constexpr std::size_t kSessionFootprint = 16 * 1024;
-
 constexpr int kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602, kInternal = -32603;
 
 std::string new_uuid() {
@@ -410,7 +406,7 @@ void ExecServer::drop_session(const std::string& id) {
     pm_.remove(p->key);  // SIGKILLs and reaps what still runs
   }
   sessions_.erase(it);
-  pm_.freed(kSessionFootprint);  // a server going quiet gives its memory back (ProcessManager)
+  pm_.freed(session::ProcessManager::kSessionOverheadBytes);  // toward the next trim (ProcessManager)
 }
 
 void ExecServer::after_closed(Process& p) {
@@ -550,7 +546,7 @@ void ExecServer::check_shutdown() {
 // ---- connection --------------------------------------------------------------------------------
 
 ExecServer::Connection::~Connection() {
-  server_.pm_.freed(kSessionFootprint + (peer_.queued ? peer_.queued() : 0));
+  server_.pm_.freed(session::ProcessManager::kSessionOverheadBytes + (peer_.queued ? peer_.queued() : 0));
   auto pending = std::move(exec_calls_);
   for (auto cid : pending) server_.tools_->cancel(cid);
   if (!session_) return;

@@ -77,12 +77,10 @@ void ProcessManager::remove(const SessionId& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
   if (deny_watch_) deny_watch_->remove(id);
-  // What the session held, roughly: its ring, plus its process, buffers and timers.
-  constexpr std::size_t kSessionOverhead = 16 * 1024;
-  freed_ += it->second->output().memory_bytes() + kSessionOverhead;
   graveyard_.push_back(std::move(it->second));
   sessions_.erase(it);
-  if (!sweep_.active()) sweep_.start(std::chrono::milliseconds{0}, [this] { sweep(); });
+  // What the session held, roughly: its ring, plus its process, buffers and timers.
+  freed(graveyard_.back()->output().memory_bytes() + kSessionOverheadBytes);
 }
 
 void ProcessManager::freed(std::size_t bytes) {

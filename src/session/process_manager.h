@@ -64,6 +64,8 @@ class ProcessManager final : public SessionObserver {
   // Counts `bytes` the caller freed (a protocol session, a connection and its queue) toward
   // the next trim, decided on the next loop turn (see above).
   void freed(std::size_t bytes);
+  // What a session (or a protocol session above it) holds besides its ring, roughly.
+  static constexpr std::size_t kSessionOverheadBytes = 16 * 1024;
   // malloc_trim calls so far (see above), and bytes counted as freed since the last one.
   std::size_t trims() const noexcept { return trims_; }
   std::size_t freed_since_trim() const noexcept { return freed_; }
