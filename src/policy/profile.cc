@@ -5,11 +5,14 @@
 #include <limits.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <sstream>
 
 namespace uexec::policy {
@@ -248,6 +251,41 @@ std::uint64_t fingerprint(const ResolvedPolicy& r) {
 
 }  // namespace
 
+// Listing a /tmp of a few hundred entries cost 0.25 ms of every sandboxed spawn (ext4's
+// hashed readdir), so the names are kept until the directory changes: its mtime moves with
+// every entry added or removed. A listing is reused only while the directory's (device,
+// inode, mtime) is what it was just before the listing was read, and only if that mtime was
+// 2 s or more in the past then: mtimes come from a coarse clock, so an entry added in the
+// same tick as the listing would otherwise leave the mtime as it was (git's "racily clean"
+// index entries, the same reasoning).
+std::vector<std::string> ssh_agent_dirs(const char* tmp) {
+  struct Listing {
+    dev_t dev = 0;
+    ino_t ino = 0;
+    timespec mtime{};
+    std::vector<std::string> dirs;
+  };
+  static std::mutex mu;
+  static std::optional<Listing> kept;
+  struct stat st {};
+  if (::stat(tmp, &st) != 0) return {};
+  std::lock_guard<std::mutex> lock(mu);
+  if (kept && kept->dev == st.st_dev && kept->ino == st.st_ino && kept->mtime.tv_sec == st.st_mtim.tv_sec &&
+      kept->mtime.tv_nsec == st.st_mtim.tv_nsec)
+    return kept->dirs;
+  kept.reset();
+  Listing l{st.st_dev, st.st_ino, st.st_mtim, {}};
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  DIR* d = ::opendir(tmp);
+  if (!d) return {};
+  while (dirent* e = ::readdir(d))
+    if (std::string_view(e->d_name).rfind("ssh-", 0) == 0) l.dirs.push_back(std::string(tmp) + "/" + e->d_name);
+  ::closedir(d);
+  if (now.tv_sec - st.st_mtim.tv_sec >= 2) kept = l;
+  return l.dirs;
+}
+
 Result<std::string> canonical_root(const std::string& path, const std::string& base) {
   std::string abs = absolute(path, base);
   std::string prefix;
@@ -399,11 +437,7 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
     std::vector<std::string> dirs = {control, state, runtime, env_get(in.env, "XDG_RUNTIME_DIR"),
                                      "/run/libvirt", "/tmp/.X11-unix", "/tmp/.ICE-unix",
                                      "/tmp/tmux-" + std::to_string(::getuid())};
-    if (DIR* d = ::opendir("/tmp")) {
-      while (dirent* e = ::readdir(d))
-        if (std::string_view(e->d_name).rfind("ssh-", 0) == 0) dirs.push_back(std::string("/tmp/") + e->d_name);
-      ::closedir(d);
-    }
+    for (auto& d : ssh_agent_dirs("/tmp")) dirs.push_back(std::move(d));
     for (const auto& d : dirs) {
       struct stat st {};
       if (d.empty() || ::stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;

@@ -94,6 +94,10 @@ bool glob_match(std::string_view pattern, std::string_view path) noexcept;
 // only where this holds, so a glob under a missing directory never walks the whole tree.
 bool glob_may_match_below(std::string_view pattern, std::string_view dir) noexcept;
 
+// The `ssh-*` directories in `tmp` (ssh-agent's sockets, hidden by the mount backends), as
+// "<tmp>/ssh-…". A listing is reused until the directory's mtime moves (see profile.cc).
+std::vector<std::string> ssh_agent_dirs(const char* tmp);
+
 // Path helpers shared by the backends and the deny-read watcher (canonical absolute paths).
 // Is `path` equal to `root` or beneath it, by components ("/a/bc" is not beneath "/a/b")?
 bool path_within(std::string_view path, std::string_view root) noexcept;

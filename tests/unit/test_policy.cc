@@ -1,6 +1,7 @@
 // Policy layer, pure parts: the denial predicates (Codex's and ours), globs, profile
 // resolution against a real scratch tree, and the bwrap argv goldens.
 #include <doctest/doctest.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -202,6 +203,38 @@ TEST_CASE("glob_may_match_below: where the deny-read watcher descends") {
   CHECK(glob_may_match_below("/missing/**/*.pem", "/missing/x/y/z"));
   CHECK(glob_may_match_below("/**", "/proc/1"));
   CHECK_FALSE(glob_may_match_below("/a/b", "/a/b"));
+}
+
+TEST_CASE("ssh_agent_dirs: a kept listing never hides a directory made later") {
+  Scratch s;
+  const std::string tmp = s.root.string();
+  auto set_mtime = [&](timespec t) {
+    timespec times[2] = {t, t};
+    REQUIRE(::utimensat(AT_FDCWD, tmp.c_str(), times, 0) == 0);
+  };
+  auto mtime = [&] {
+    struct stat st {};
+    REQUIRE(::stat(tmp.c_str(), &st) == 0);
+    return st.st_mtim;
+  };
+  fs::create_directory(s / "ssh-one");
+  fs::create_directory(s / "other");
+  // An old mtime: the listing is kept, and it is what a later call returns.
+  set_mtime({mtime().tv_sec - 60, 0});
+  CHECK(ssh_agent_dirs(tmp.c_str()) == std::vector<std::string>{s / "ssh-one"});
+  // A new entry moves the mtime: listed again.
+  fs::create_directory(s / "ssh-two");
+  auto two = ssh_agent_dirs(tmp.c_str());
+  std::sort(two.begin(), two.end());
+  CHECK(two == std::vector<std::string>{s / "ssh-one", s / "ssh-two"});
+  // The racy case: an entry added in the very tick of a listing leaves the mtime as it was.
+  // The listing above saw a fresh mtime, so it was not kept and the new entry is found.
+  const timespec same = mtime();
+  fs::create_directory(s / "ssh-three");
+  set_mtime(same);
+  CHECK(ssh_agent_dirs(tmp.c_str()).size() == 3);
+  // A missing directory lists nothing.
+  CHECK(ssh_agent_dirs((s / "missing").c_str()).empty());
 }
 
 TEST_CASE("canonical_root refuses symlinked and missing roots") {
