@@ -3,13 +3,21 @@
 // Every sample is the same workload, `/bin/echo x` in a tty session through
 // ProcessManager::start (as bench_spawn's uexec side), timed from start() until the session
 // is finished: the command has exited, been reaped, and its output is drained into the ring
-// (and checked to hold the "x"). Six variants, all through the same ProcessManager path:
+// (and checked to hold the "x"). Seven variants, all but bwrap-argv through the same
+// ProcessManager path:
 //
 //   none       unsandboxed (SandboxAttempt::none())
 //   landlock   LinuxLandlock: Landlock + seccomp applied in the child, no namespaces
 //   ns         LinuxNamespaces: workspace-write, network off (pid 1 + uexec-init, pid 2 runs echo)
 //   bwrap      LinuxBwrap: workspace-write, network off (one exec of /usr/bin/bwrap)
-//   bare-bwrap an unsandboxed session whose argv is one bare bwrap call:
+//   bwrap-argv the S4 baseline (performance.md S4: "one bare bwrap call with the same argv"):
+//              not through uexec. Each sample first plans the bwrap variant's request
+//              (env_for, untimed: the argv, env, stubs and the seccomp memfd), then times a
+//              posix_spawn of exactly that bwrap argv on a fresh PTY (setsid, the slave as
+//              controlling tty and stdio, the memfd on fd 3), read to EOF, waitpid. What the
+//              bwrap row adds over it is uexec: planning, the spawn path, ring and loop.
+//   bare-bwrap an unsandboxed session whose argv is one bare bwrap call with sandbox.md §8's
+//              minimal argv (a contrast: the difference to bwrap-argv is the policy's mounts):
 //              bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-net --ro-bind / /
 //                    --dev /dev --proc /proc -- /bin/echo x
 //   codex      an unsandboxed session whose argv is Codex CLI 0.169.0's sandbox:
@@ -34,8 +42,9 @@
 //   S3-landlock  landlock / none            <= 1.15
 //   S3-ns        ns / none                  <= 2     (performance.md S3; sandbox.md §8 asks 1.15)
 //   S3-codex     codex / ns                 >= 8
-//   S4-bwrap     bwrap / bare-bwrap         <= 1.1
-//   info rows    bare-bwrap / none, codex / none, ns / landlock; the four target ratios again
+//   S4-bwrap     bwrap / bwrap-argv         <= 1.1
+//   info rows    bwrap / bare-bwrap and bwrap-argv / bare-bwrap (the policy's mounts),
+//                bare-bwrap / none, codex / none, ns / landlock; the four target ratios again
 //                to the first output byte only (*-fb: sandbox.md §8 measures spawn to first
 //                byte; the difference is exit, reap and namespace teardown); and plan-*:
 //                SandboxAttempt::env_for alone (the manager's planning) / the whole spawn
@@ -43,14 +52,20 @@
 // error in the row; the program still exits 0 unless the unsandboxed baseline fails.
 //
 //   bench_sandbox [--quick] [--json PATH] [--runs N] [--rounds R] [--codex PATH] [--no-codex]
-//                 [--only ID,ID…]   (variants: landlock, ns, bwrap, bare-bwrap, codex; none always runs)
+//                 [--only ID,ID…]   (variants: landlock, ns, bwrap, bwrap-argv, bare-bwrap, codex; none always runs)
 //                 [--workspace-parent DIR]   (where the fresh workspace is made; default /var/tmp)
 //
 // Codex is searched at --codex, $UEXEC_BENCH_CODEX, then
 // <source>/tests/conformance/node_modules/@openai/codex-linux-x64/vendor/
 // x86_64-unknown-linux-musl/bin/codex, <build>/bench/peers/..., $UEXEC_BENCH_PEERS/...,
 // <build>/peers/..., and the same under ./tests/conformance and ./build/bench/peers.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <functional>
@@ -93,6 +108,9 @@ struct Variant {
   std::vector<std::string> argv;
   std::vector<std::string> env;
   policy::SandboxAttempt attempt = policy::SandboxAttempt::none();
+  // Not through uexec: each sample plans with `attempt` first (untimed), then times one
+  // posix_spawn of exactly the planned argv, env, cwd and fds (the S4 baseline).
+  bool raw = false;
   bool ok = true;
   std::string note;     // why skipped
   std::vector<double> all_ms;    // every sample
@@ -108,9 +126,99 @@ struct Sample {
   std::int64_t first_ns = 0;  // start() → first byte in the ring
 };
 
+// The S4 baseline: one bare bwrap call with the argv, env, cwd and fds that uexec's plan for
+// the same request holds, started by posix_spawn on a fresh PTY (setsid, the slave as the
+// controlling tty and stdio, the seccomp memfd on fd 3), read to EOF, and waited for.
+// Planning (env_for, which also makes the stubs) happens before the clock starts.
+std::optional<Sample> run_raw(const Variant& v, const std::string& cwd, std::string& err) {
+  policy::ExecRequest req;
+  req.argv = v.argv;
+  req.tty = true;
+  req.env = v.env;
+  req.cwd = cwd;
+  auto spec = v.attempt.env_for(req);
+  if (!spec) {
+    err = "env_for: " + spec.error().message();
+    return std::nullopt;
+  }
+  if (spec->pass_fds.size() > 1 || !spec->steps.empty() || spec->ns_flags != 0) {
+    err = "the plan needs more than one bare exec";
+    return std::nullopt;
+  }
+  std::vector<char*> argv, envp;
+  for (auto& a : spec->argv) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : spec->env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const std::string program = spec->program.empty() ? spec->argv[0] : spec->program;
+
+  std::int64_t t0 = now_ns();
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  char slave[64];
+  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0 || ::ptsname_r(master, slave, sizeof slave) != 0)
+    die_errno("posix_openpt");
+  // Held until the child has its own: a master with no slave open reads EIO at once.
+  int slave_fd = ::open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave_fd < 0) die_errno(std::string("open ") + slave);
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t at;
+  ::posix_spawn_file_actions_init(&fa);
+  ::posix_spawnattr_init(&at);
+  sigset_t none, all;
+  ::sigemptyset(&none);
+  ::sigfillset(&all);
+  ::posix_spawnattr_setsigmask(&at, &none);
+  ::posix_spawnattr_setsigdefault(&at, &all);
+  ::posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  ::posix_spawn_file_actions_addopen(&fa, 0, slave, O_RDWR, 0);  // after setsid: the controlling tty
+  ::posix_spawn_file_actions_adddup2(&fa, 0, 1);
+  ::posix_spawn_file_actions_adddup2(&fa, 0, 2);
+  for (std::size_t i = 0; i < spec->pass_fds.size(); ++i)
+    ::posix_spawn_file_actions_adddup2(&fa, spec->pass_fds[i], static_cast<int>(3 + i));
+  if (!spec->cwd.empty()) ::posix_spawn_file_actions_addchdir_np(&fa, spec->cwd.c_str());
+  pid_t pid = -1;
+  int rc = ::posix_spawn(&pid, program.c_str(), &fa, &at, argv.data(), envp.data());
+  ::posix_spawn_file_actions_destroy(&fa);
+  ::posix_spawnattr_destroy(&at);
+  ::close(slave_fd);
+  if (rc != 0) {
+    ::close(master);
+    err = fmt::format("posix_spawn {}: {}", program, std::strerror(rc));
+    return std::nullopt;
+  }
+  std::string out;
+  std::int64_t first = 0;
+  char buf[4096];
+  for (;;) {  // until every slave fd is gone (EIO)
+    pollfd p{master, POLLIN, 0};
+    int pr = ::poll(&p, 1, 60'000);
+    if (pr < 0 && errno == EINTR) continue;  // the manager's SIGCHLD handler
+    if (pr <= 0) break;
+    ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      break;
+    }
+    if (!first) first = now_ns();
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::int64_t t1 = now_ns();
+  ::close(master);
+  if (!first) first = t1;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.find('x') == std::string::npos) {
+    err = fmt::format("status {:#x}; output: \"{}\"", status, out.substr(0, 600));
+    return std::nullopt;
+  }
+  return Sample{t1 - t0, first - t0};
+}
+
 // Returns the sample, or nullopt with `err`.
 std::optional<Sample> run_one(session::ProcessManager& pm, loop::Loop& loop, const Variant& v,
                                     const std::string& cwd, std::string& err) {
+  if (v.raw) return run_raw(v, cwd, err);
   policy::ExecRequest req;
   req.argv = v.argv;
   req.tty = true;
@@ -247,6 +355,8 @@ int bench_main(const Options& o) {
   add_sandboxed("landlock", "LinuxLandlock", policy::Backend::kLandlock);
   add_sandboxed("ns", "LinuxNamespaces", policy::Backend::kNamespaces);
   add_sandboxed("bwrap", "LinuxBwrap", policy::Backend::kBwrap);
+  add_sandboxed("bwrap-argv", "bwrap, same argv", policy::Backend::kBwrap);
+  vs.back().raw = true;
   {
     Variant v;
     v.id = "bare-bwrap";
@@ -371,7 +481,7 @@ int bench_main(const Options& o) {
     // Landlock/seccomp/mount steps or the bwrap argv, take the stub lease), outside the
     // interleaved rounds: what part of each sandboxed spawn is planning in the manager.
     for (auto& v : vs) {
-      if (!v.ok || !v.attempt.sandboxed()) continue;
+      if (!v.ok || !v.attempt.sandboxed() || v.raw) continue;
       policy::ExecRequest req;
       req.argv = v.argv;
       req.tty = true;
@@ -436,8 +546,12 @@ int bench_main(const Options& o) {
                            Cmp::kLe, 2.0));
   rows.push_back(ratio_row("S3-codex", "echo x, codex sandbox (workspace-write) / LinuxNamespaces", "codex", "ns",
                            Cmp::kGe, 8.0));
-  rows.push_back(ratio_row("S4-bwrap", "echo x, LinuxBwrap / bare bwrap call (same harness)", "bwrap", "bare-bwrap",
-                           Cmp::kLe, 1.1));
+  rows.push_back(ratio_row("S4-bwrap", "echo x, LinuxBwrap / one bare bwrap call with the same argv (posix_spawn)",
+                           "bwrap", "bwrap-argv", Cmp::kLe, 1.1));
+  rows.push_back(ratio_row("S4-min", "LinuxBwrap / bwrap with sandbox.md §8's minimal argv (contrast)", "bwrap",
+                           "bare-bwrap", Cmp::kInfo, 0));
+  rows.push_back(ratio_row("S4-policy", "bwrap: the policy's argv / the minimal argv, both bare (contrast)",
+                           "bwrap-argv", "bare-bwrap", Cmp::kInfo, 0));
   rows.push_back(ratio_row("S4-bare", "bare bwrap call / unsandboxed (contrast)", "bare-bwrap", "none", Cmp::kInfo, 0));
   rows.push_back(ratio_row("S3-codex-raw", "codex sandbox / unsandboxed (contrast)", "codex", "none", Cmp::kInfo, 0));
   rows.push_back(ratio_row("S3-ns-ll", "LinuxNamespaces / LinuxLandlock (contrast)", "ns", "landlock", Cmp::kInfo, 0));
@@ -449,8 +563,8 @@ int bench_main(const Options& o) {
                            "none", Cmp::kInfo, 0, true));
   rows.push_back(ratio_row("S3-codex-fb", "first byte only: codex sandbox / LinuxNamespaces", "codex", "ns",
                            Cmp::kInfo, 0, true));
-  rows.push_back(ratio_row("S4-bwrap-fb", "first byte only: LinuxBwrap / bare bwrap call", "bwrap", "bare-bwrap",
-                           Cmp::kInfo, 0, true));
+  rows.push_back(ratio_row("S4-bwrap-fb", "first byte only: LinuxBwrap / bare bwrap call with the same argv", "bwrap",
+                           "bwrap-argv", Cmp::kInfo, 0, true));
 
   // Informational: the plan's share of each sandboxed spawn (pooled medians).
   for (const char* id : {"landlock", "ns", "bwrap"}) {
