@@ -3,9 +3,9 @@
 #include <dirent.h>
 #include <fnmatch.h>
 #include <limits.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +14,8 @@
 #include <mutex>
 #include <optional>
 #include <sstream>
+
+#include "base/unique_fd.h"
 
 namespace uexec::policy {
 
@@ -252,38 +254,74 @@ std::uint64_t fingerprint(const ResolvedPolicy& r) {
 }  // namespace
 
 // Listing a /tmp of a few hundred entries cost 0.25 ms of every sandboxed spawn (ext4's
-// hashed readdir), so the names are kept until the directory changes: its mtime moves with
-// every entry added or removed. A listing is reused only while the directory's (device,
-// inode, mtime) is what it was just before the listing was read, and only if that mtime was
-// 2 s or more in the past then: mtimes come from a coarse clock, so an entry added in the
-// same tick as the listing would otherwise leave the mtime as it was (git's "racily clean"
-// index entries, the same reasoning).
+// hashed readdir), and /tmp changes all the time (every compiler run), so an mtime check
+// would rarely let a listing be kept. Instead one inotify watch per process (non-blocking,
+// read only here, on demand) reports the names that appear: the listing is kept until an
+// `ssh-*` name is created or moved in, the queue overflows, or the directory itself is
+// deleted, moved or replaced (another device or inode at the path). Names that go away need
+// no new listing: the caller stats every directory anyway. The watch is placed before the
+// listing is read, so a name made meanwhile is in the listing or in the queue, or both.
+// Without inotify (no instance left: EMFILE, ENOSPC), every call lists.
+namespace {
+
+struct SshDirWatch {
+  base::UniqueFd fd;
+  std::string path;
+  dev_t dev = 0;
+  ino_t ino = 0;
+  std::optional<std::vector<std::string>> dirs;
+};
+
+// Drains the queue: is the kept listing still good, stale, or is the watch itself gone?
+enum class SshDirEvents { kNone, kNames, kRearm };
+SshDirEvents ssh_dir_events(int fd) {
+  alignas(inotify_event) char buf[16384];
+  SshDirEvents seen = SshDirEvents::kNone;
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno != EAGAIN) return SshDirEvents::kRearm;
+    if (n <= 0) return seen;
+    for (char* p = buf; p < buf + n;) {
+      const auto* e = reinterpret_cast<const inotify_event*>(p);
+      if (e->mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT)) return SshDirEvents::kRearm;
+      if ((e->mask & IN_Q_OVERFLOW) || (e->len > 0 && std::string_view(e->name).rfind("ssh-", 0) == 0))
+        seen = SshDirEvents::kNames;
+      p += sizeof(inotify_event) + e->len;
+    }
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> ssh_agent_dirs(const char* tmp) {
-  struct Listing {
-    dev_t dev = 0;
-    ino_t ino = 0;
-    timespec mtime{};
-    std::vector<std::string> dirs;
-  };
   static std::mutex mu;
-  static std::optional<Listing> kept;
+  static SshDirWatch w;
   struct stat st {};
-  if (::stat(tmp, &st) != 0) return {};
+  if (::stat(tmp, &st) != 0 || !S_ISDIR(st.st_mode)) return {};
   std::lock_guard<std::mutex> lock(mu);
-  if (kept && kept->dev == st.st_dev && kept->ino == st.st_ino && kept->mtime.tv_sec == st.st_mtim.tv_sec &&
-      kept->mtime.tv_nsec == st.st_mtim.tv_nsec)
-    return kept->dirs;
-  kept.reset();
-  Listing l{st.st_dev, st.st_ino, st.st_mtim, {}};
-  timespec now{};
-  ::clock_gettime(CLOCK_REALTIME, &now);
+  bool watched = w.fd && w.path == tmp && w.dev == st.st_dev && w.ino == st.st_ino;
+  if (watched) {
+    SshDirEvents ev = ssh_dir_events(w.fd.get());
+    if (ev == SshDirEvents::kNone && w.dirs) return *w.dirs;
+    watched = ev != SshDirEvents::kRearm;
+  }
+  w.dirs.reset();
+  if (!watched) {
+    w.fd.reset(::inotify_init1(IN_NONBLOCK | IN_CLOEXEC));
+    if (w.fd && ::inotify_add_watch(w.fd.get(), tmp, IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0) w.fd.reset();
+    w.path = tmp;
+    w.dev = st.st_dev;
+    w.ino = st.st_ino;
+  }
+  std::vector<std::string> dirs;
   DIR* d = ::opendir(tmp);
   if (!d) return {};
   while (dirent* e = ::readdir(d))
-    if (std::string_view(e->d_name).rfind("ssh-", 0) == 0) l.dirs.push_back(std::string(tmp) + "/" + e->d_name);
+    if (std::string_view(e->d_name).rfind("ssh-", 0) == 0) dirs.push_back(std::string(tmp) + "/" + e->d_name);
   ::closedir(d);
-  if (now.tv_sec - st.st_mtim.tv_sec >= 2) kept = l;
-  return l.dirs;
+  if (w.fd) w.dirs = dirs;
+  return dirs;
 }
 
 Result<std::string> canonical_root(const std::string& path, const std::string& base) {

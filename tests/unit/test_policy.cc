@@ -208,32 +208,33 @@ TEST_CASE("glob_may_match_below: where the deny-read watcher descends") {
 TEST_CASE("ssh_agent_dirs: a kept listing never hides a directory made later") {
   Scratch s;
   const std::string tmp = s.root.string();
-  auto set_mtime = [&](timespec t) {
-    timespec times[2] = {t, t};
-    REQUIRE(::utimensat(AT_FDCWD, tmp.c_str(), times, 0) == 0);
+  auto sorted = [&](const char* dir) {
+    auto v = ssh_agent_dirs(dir);
+    std::sort(v.begin(), v.end());
+    return v;
   };
-  auto mtime = [&] {
-    struct stat st {};
-    REQUIRE(::stat(tmp.c_str(), &st) == 0);
-    return st.st_mtim;
-  };
+  using V = std::vector<std::string>;
   fs::create_directory(s / "ssh-one");
   fs::create_directory(s / "other");
-  // An old mtime: the listing is kept, and it is what a later call returns.
-  set_mtime({mtime().tv_sec - 60, 0});
-  CHECK(ssh_agent_dirs(tmp.c_str()) == std::vector<std::string>{s / "ssh-one"});
-  // A new entry moves the mtime: listed again.
-  fs::create_directory(s / "ssh-two");
-  auto two = ssh_agent_dirs(tmp.c_str());
-  std::sort(two.begin(), two.end());
-  CHECK(two == std::vector<std::string>{s / "ssh-one", s / "ssh-two"});
-  // The racy case: an entry added in the very tick of a listing leaves the mtime as it was.
-  // The listing above saw a fresh mtime, so it was not kept and the new entry is found.
-  const timespec same = mtime();
-  fs::create_directory(s / "ssh-three");
-  set_mtime(same);
-  CHECK(ssh_agent_dirs(tmp.c_str()).size() == 3);
-  // A missing directory lists nothing.
+  CHECK(sorted(tmp.c_str()) == V{s / "ssh-one"});
+  CHECK(sorted(tmp.c_str()) == V{s / "ssh-one"});  // kept
+  fs::create_directory(s / "ssh-two");              // made after the listing
+  CHECK(sorted(tmp.c_str()) == V{s / "ssh-one", s / "ssh-two"});
+  fs::create_directory(s / "elsewhere");
+  fs::rename(s / "elsewhere", s / "ssh-three");     // moved in
+  CHECK(sorted(tmp.c_str()) == V{s / "ssh-one", s / "ssh-three", s / "ssh-two"});
+  // The directory itself replaced: another inode at the same path is listed afresh.
+  fs::rename(s.root, tmp + ".old");
+  fs::create_directory(s.root);
+  fs::create_directory(s / "ssh-four");
+  CHECK(sorted(tmp.c_str()) == V{s / "ssh-four"});
+  fs::remove_all(tmp + ".old");
+  // Deleted and made again (the watch is gone with it): still right.
+  fs::remove_all(s.root);
+  fs::create_directory(s.root);
+  CHECK(sorted(tmp.c_str()).empty());
+  fs::create_directory(s / "ssh-five");
+  CHECK(sorted(tmp.c_str()) == V{s / "ssh-five"});
   CHECK(ssh_agent_dirs((s / "missing").c_str()).empty());
 }
 
