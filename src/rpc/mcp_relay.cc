@@ -43,8 +43,7 @@ McpRelay::McpRelay(loop::Loop& loop, std::string socket_path, std::function<void
       socket_path_(std::move(socket_path)),
       send_(std::move(send)),
       retry_(loop),
-      elicitor_(send_),
-      version_(McpServer::kDefaultVersion) {}
+      elicitor_(send_) {}
 
 McpRelay::~McpRelay() = default;
 
@@ -178,7 +177,7 @@ void McpRelay::on_daemon_line(std::string_view line) {
   }
   json result = m.contains("result") ? m["result"] : json::object();
   // The daemon always answers in the 2025-06-18 shape; older clients get no structuredContent.
-  if (version_ != "2025-06-18" && result.is_object()) result.erase("structuredContent");
+  if (!mcp_.structured() && result.is_object()) result.erase("structuredContent");
   if (!p.note.empty() && result.is_object() && result.contains("content") && result["content"].is_array() &&
       !result["content"].empty() && result["content"][0].is_object() && result["content"][0].contains("text") &&
       result["content"][0]["text"].is_string())
@@ -320,37 +319,17 @@ void McpRelay::handle_notification(const std::string& method, const json& params
 }
 
 void McpRelay::handle_request(const json& id, const std::string& method, const json& params) {
-  if (method == "initialize") {
-    if (params.is_object() && params.contains("protocolVersion") && params["protocolVersion"].is_string()) {
-      std::string v = params["protocolVersion"];
-      version_ = (v == "2025-06-18" || v == "2025-03-26" || v == "2024-11-05") ? v : McpServer::kDefaultVersion;
-    }
-    initialized_ = true;
-    elicitor_.set_client_capabilities(params);
-    return reply(id, {{"protocolVersion", version_},
-                      {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                      {"serverInfo", {{"name", "uexec"}, {"version", "0.1.0"}}},
-                      {"instructions",
-                       "uexec runs shell commands in long-lived sessions, kept by the uexec daemon (they outlive "
-                       "this connection). exec_command starts one and returns its output after a yield window (or "
-                       "when it exits, or an `until` condition holds); while it runs, poll or type with "
-                       "write_stdin, and use list_sessions, read_output and kill_session."}});
+  static constexpr std::string_view kInstructions =
+      "uexec runs shell commands in long-lived sessions, kept by the uexec daemon (they outlive this "
+      "connection). exec_command starts one and returns its output after a yield window (or when it exits, or an "
+      "`until` condition holds); while it runs, poll or type with write_stdin, and use list_sessions, read_output "
+      "and kill_session.";
+  auto step = mcp_.on_request(method, params, kInstructions, elicitor_);
+  switch (step.kind) {
+    case McpLifecycle::Step::kReply: return reply(id, std::move(step.result));
+    case McpLifecycle::Step::kError: return error(id, step.code, step.message);
+    case McpLifecycle::Step::kToolCall: return call_tool(id, step.tool, step.args, step.progress_token);
   }
-  if (!initialized_) return error(id, kInvalidRequest, "the server is not initialized: send initialize first");
-  if (method == "ping") return reply(id, json::object());
-  if (method == "tools/list") return reply(id, {{"tools", AgentTools::tools_list(version_)}});
-  if (method == "tools/call") {
-    if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
-      return error(id, kInvalidParams, "tools/call needs params.name");
-    json args = params.contains("arguments") ? params["arguments"] : json::object();
-    json token;
-    if (params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")) {
-      const auto& t = params["_meta"]["progressToken"];
-      if (t.is_string() || t.is_number_integer()) token = t;
-    }
-    return call_tool(id, params["name"].get<std::string>(), args, token);
-  }
-  error(id, kMethodNotFound, "Method not found: " + method);
 }
 
 void McpRelay::call_tool(const json& id, const std::string& name, const json& args, const json& progress_token) {

@@ -51,6 +51,7 @@
 #include "loop/timer.h"
 #include "rpc/line_channel.h"
 #include "rpc/mcp_elicitation.h"
+#include "rpc/mcp_protocol.h"
 
 namespace uexec::rpc {
 
@@ -121,8 +122,7 @@ class McpRelay {
   std::map<std::string, std::int64_t> by_mcp_; // client request id (dumped) → daemon id
   ApprovalElicitor elicitor_;                  // approval/request → elicitation/create
   std::map<std::string, std::string> approvals_;  // daemon approvalId → our elicitation id
-  bool initialized_ = false;                   // the MCP client's initialize
-  std::string version_;
+  McpLifecycle mcp_;                           // the MCP client's initialize, ping, tools/list
 };
 
 }  // namespace uexec::rpc

@@ -1,10 +1,10 @@
 // mcp_server.h: the MCP front door (`uexec mcp`): JSON-RPC 2.0 over NDJSON on stdio,
 // serving the agent tools of agent::ExecService (protocol.md §6).
 //
-// The only JSON-aware layer: it decodes each line (JSON exceptions stop here: an
-// unparsable line is -32700 with id null), checks the envelope, gates on initialize, and
-// maps tools/call arguments (strictly: unknown properties are refused, integers may come as
-// decimal strings) to ExecService calls. Tool failures are isError results with Codex's
+// The only JSON-aware layer: each line is decoded and its envelope checked, and initialize
+// gates the rest (mcp_protocol.h, shared with McpRelay); it maps tools/call arguments
+// (strictly: unknown properties are refused, integers may come as decimal strings) to
+// ExecService calls. Tool failures are isError results with Codex's
 // wording; protocol failures are JSON-RPC errors; the server stays up on any input.
 // tools/call replies may come in any order; notifications/cancelled ends a call's wait
 // without a reply, and the process keeps running.
@@ -24,23 +24,11 @@
 #include "agent/exec_service.h"
 #include "rpc/agent_tools.h"
 #include "rpc/mcp_elicitation.h"
+#include "rpc/mcp_protocol.h"
 
 namespace uexec::rpc {
 
 using nlohmann::json;
-
-// One line from an MCP client, its JSON-RPC 2.0 envelope checked (shared by McpServer and
-// McpRelay). kInvalid carries the error to answer: `id` (null when unknown), `code`, `message`.
-struct McpMessage {
-  enum Kind { kRequest, kNotification, kResponse, kInvalid } kind = kInvalid;
-  json id;             // requests, and invalid messages whose id could be read
-  std::string method;  // requests and notifications
-  json params;         // requests and notifications: an object or an array ({} when absent)
-  json response;       // kResponse: the whole message
-  int code = 0;        // kInvalid
-  std::string message; // kInvalid
-};
-McpMessage decode_mcp_line(std::string_view line);
 
 class McpServer {
  public:
@@ -53,8 +41,6 @@ class McpServer {
   void handle_oversize(std::size_t limit);
   // Questions still waiting for the client (it went away): withdrawn, answered denied.
   void deny_pending_approvals() { elicitor_.deny_all(); }
-
-  static constexpr const char* kDefaultVersion = "2025-06-18";
 
  private:
   void handle_request(const json& id, const std::string& method, const json& params);
@@ -73,8 +59,7 @@ class McpServer {
   // Approvals that were needed but could not be asked (no elicitation): the note for the
   // result of the exec_command with that command text.
   std::map<std::string, std::string> approval_notes_;
-  bool initialized_ = false;
-  std::string version_ = kDefaultVersion;
+  McpLifecycle mcp_;
   std::map<std::string, agent::CallId> pending_;  // request id (dumped) → call
 };
 
