@@ -2,6 +2,7 @@
 
 #include <fmt/core.h>
 
+#include "base/log.h"
 #include "rpc/agent_tools.h"
 #include "rpc/json_depth.h"
 
@@ -47,48 +48,72 @@ McpMessage decode_mcp_line(std::string_view line) {
   return m;
 }
 
-McpLifecycle::Step McpLifecycle::on_request(const std::string& method, const json& params,
-                                            std::string_view instructions, ApprovalElicitor& elicitor) {
-  auto reply = [](json result) {
-    Step s;
-    s.kind = Step::kReply;
-    s.result = std::move(result);
-    return s;
-  };
-  auto fail = [](int code, std::string message) {
-    Step s;
-    s.code = code;
-    s.message = std::move(message);
-    return s;
-  };
+McpEndpoint::McpEndpoint(std::function<void(std::string)> send, std::string instructions)
+    : send_(std::move(send)), elicitor_(send_), instructions_(std::move(instructions)) {}
+
+void McpEndpoint::reply(const json& id, json result) {
+  send_(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}.dump(-1, ' ', false,
+                                                                               json::error_handler_t::replace));
+}
+
+void McpEndpoint::error(const json& id, int code, const std::string& message, json data) {
+  json err = {{"code", code}, {"message", message}};
+  if (!data.is_null()) err["data"] = std::move(data);
+  send_(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}.dump(-1, ' ', false,
+                                                                           json::error_handler_t::replace));
+}
+
+void McpEndpoint::handle_oversize(std::size_t limit) {
+  error(nullptr, kInvalidRequest, fmt::format("message larger than {} bytes", limit),
+        {{"kind", "messageTooLarge"}, {"limit", limit}});
+}
+
+void McpEndpoint::handle_line(std::string_view line) {
+  McpMessage m = decode_mcp_line(line);
+  switch (m.kind) {
+    case McpMessage::kInvalid: return error(m.id, m.code, m.message);
+    case McpMessage::kResponse: elicitor_.on_response(m.response); return;  // to our elicitation/create
+    case McpMessage::kNotification: return handle_notification(m.method, m.params);
+    case McpMessage::kRequest: return handle_request(m.id, m.method, m.params);
+  }
+}
+
+void McpEndpoint::handle_notification(const std::string& method, const json& params) {
+  if (method == "notifications/cancelled") {
+    if (params.is_object() && params.contains("requestId")) cancel(params["requestId"].dump());
+    return;
+  }
+  if (method == "notifications/initialized") return;
+  UEXEC_LOG(kInfo, "ignoring notification {}", method);
+}
+
+void McpEndpoint::handle_request(const json& id, const std::string& method, const json& params) {
   if (method == "initialize") {
     if (params.is_object() && params.contains("protocolVersion") && params["protocolVersion"].is_string()) {
       std::string v = params["protocolVersion"];
       version_ = (v == "2025-06-18" || v == "2025-03-26" || v == "2024-11-05") ? v : kDefaultVersion;
     }
     initialized_ = true;
-    elicitor.set_client_capabilities(params);
-    return reply({{"protocolVersion", version_},
-                  {"capabilities", {{"tools", {{"listChanged", false}}}}},
-                  {"serverInfo", {{"name", "uexec"}, {"version", "0.1.0"}}},
-                  {"instructions", std::string(instructions)}});
+    elicitor_.set_client_capabilities(params);
+    return reply(id, {{"protocolVersion", version_},
+                      {"capabilities", {{"tools", {{"listChanged", false}}}}},
+                      {"serverInfo", {{"name", "uexec"}, {"version", "0.1.0"}}},
+                      {"instructions", instructions_}});
   }
-  if (!initialized_) return fail(kInvalidRequest, "the server is not initialized: send initialize first");
-  if (method == "ping") return reply(json::object());
-  if (method == "tools/list") return reply({{"tools", AgentTools::tools_list(version_)}});
-  if (method != "tools/call") return fail(kMethodNotFound, "Method not found: " + method);
+  if (!initialized_) return error(id, kInvalidRequest, "the server is not initialized: send initialize first");
+  if (method == "ping") return reply(id, json::object());
+  if (method == "tools/list") return reply(id, {{"tools", AgentTools::tools_list(version_)}});
+  if (method != "tools/call") return error(id, kMethodNotFound, "Method not found: " + method);
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
-    return fail(kInvalidParams, "tools/call needs params.name");
-  Step call;
-  call.kind = Step::kToolCall;
-  call.tool = params["name"].get<std::string>();
-  call.args = params.contains("arguments") ? params["arguments"] : json::object();
+    return error(id, kInvalidParams, "tools/call needs params.name");
+  json args = params.contains("arguments") ? params["arguments"] : json::object();
   // A progressToken asks for progress: the output streams as notifications/progress.
+  json token;
   if (params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")) {
     const auto& t = params["_meta"]["progressToken"];
-    if (t.is_string() || t.is_number_integer()) call.progress_token = t;
+    if (t.is_string() || t.is_number_integer()) token = t;
   }
-  return call;
+  call_tool(id, params["name"].get<std::string>(), args, token);
 }
 
 }  // namespace uexec::rpc

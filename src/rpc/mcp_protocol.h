@@ -2,12 +2,12 @@
 // the tools in this process) and McpRelay (`uexec mcp --connect`, the tools in the daemon).
 //
 // decode_mcp_line checks one line's JSON-RPC 2.0 envelope (JSON exceptions stop here: an
-// unparsable line is -32700 with id null); McpLifecycle answers initialize (the protocol
-// version, the client's capabilities), gates everything else on it, answers ping and
-// tools/list, and decodes tools/call for the front door to run. Pure functions of their
-// input and state: no I/O, no loop.
+// unparsable line is -32700 with id null); McpEndpoint, the base of both, does the MCP
+// lifecycle around the tools (initialize, the gate, ping, tools/list, cancellation), and the
+// front door runs the tools. Loop thread only.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -31,30 +31,45 @@ struct McpMessage {
 };
 McpMessage decode_mcp_line(std::string_view line);
 
-// One MCP client's lifecycle: the protocol version agreed at initialize (the client's
-// capabilities go to the ApprovalElicitor), the gate before it, ping, tools/list, and the
-// decoding of tools/call. Running the tool and the instructions text stay with the front door.
-class McpLifecycle {
+// The half of an MCP front door that does not depend on where the tools run: it decodes each
+// client line, answers initialize (the protocol version, the client's capabilities for the
+// elicitor) and gates the rest on it, answers ping and tools/list, routes responses to the
+// elicitor, and hands tools/call and notifications/cancelled to the front door.
+class McpEndpoint {
  public:
   static constexpr const char* kDefaultVersion = "2025-06-18";
-  // What to do with one request.
-  struct Step {
-    enum Kind { kReply, kError, kToolCall } kind = kError;
-    json result;                     // kReply
-    int code = 0;                    // kError
-    std::string message;             // kError
-    std::string tool;                // kToolCall
-    json args;                       // kToolCall: {} when absent
-    json progress_token;             // kToolCall: null unless the client asked for progress
-  };
-  // `instructions` goes into initialize's result.
-  Step on_request(const std::string& method, const json& params, std::string_view instructions,
-                  ApprovalElicitor& elicitor);
-  const std::string& version() const noexcept { return version_; }
+  // `send` writes one message (one line) to the client; `instructions` goes into
+  // initialize's result.
+  McpEndpoint(std::function<void(std::string)> send, std::string instructions);
+  virtual ~McpEndpoint() = default;
+  McpEndpoint(const McpEndpoint&) = delete;
+  McpEndpoint& operator=(const McpEndpoint&) = delete;
+
+  // One MCP input line from the client.
+  void handle_line(std::string_view line);
+  // Answers an oversize line (-32600 messageTooLarge, id null).
+  void handle_oversize(std::size_t limit);
+
+ protected:
+  // tools/call, decoded: `args` is {} when absent, `progress_token` null unless the client
+  // asked for progress.
+  virtual void call_tool(const json& id, const std::string& name, const json& args, const json& progress_token) = 0;
+  // notifications/cancelled for the request whose id dumps to `request_key`.
+  virtual void cancel(const std::string& request_key) = 0;
+
+  void reply(const json& id, json result);
+  void error(const json& id, int code, const std::string& message, json data = nullptr);
   // Tool results carry structuredContent (MCP 2025-06-18).
   bool structured() const noexcept { return version_ == "2025-06-18"; }
 
+  std::function<void(std::string)> send_;
+  ApprovalElicitor elicitor_;
+
  private:
+  void handle_request(const json& id, const std::string& method, const json& params);
+  void handle_notification(const std::string& method, const json& params);
+
+  std::string instructions_;
   bool initialized_ = false;
   std::string version_ = kDefaultVersion;
 };

@@ -22,7 +22,7 @@ using base::Result;
 
 namespace {
 
-constexpr int kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602;
+constexpr int kMethodNotFound = -32601, kInvalidParams = -32602;
 
 // MCP tool → native method (protocol.md §4.6: the same arguments, the same CallToolResult).
 const char* native_method(const std::string& tool) {
@@ -39,11 +39,14 @@ std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_hand
 }  // namespace
 
 McpRelay::McpRelay(loop::Loop& loop, std::string socket_path, std::function<void(std::string)> send)
-    : loop_(loop),
+    : McpEndpoint(std::move(send),
+                  "uexec runs shell commands in long-lived sessions, kept by the uexec daemon (they outlive this "
+                  "connection). exec_command starts one and returns its output after a yield window (or when it "
+                  "exits, or an `until` condition holds); while it runs, poll or type with write_stdin, and use "
+                  "list_sessions, read_output and kill_session."),
+      loop_(loop),
       socket_path_(std::move(socket_path)),
-      send_(std::move(send)),
-      retry_(loop),
-      elicitor_(send_) {}
+      retry_(loop) {}
 
 McpRelay::~McpRelay() = default;
 
@@ -177,7 +180,7 @@ void McpRelay::on_daemon_line(std::string_view line) {
   }
   json result = m.contains("result") ? m["result"] : json::object();
   // The daemon always answers in the 2025-06-18 shape; older clients get no structuredContent.
-  if (!mcp_.structured() && result.is_object()) result.erase("structuredContent");
+  if (!structured() && result.is_object()) result.erase("structuredContent");
   if (!p.note.empty() && result.is_object() && result.contains("content") && result["content"].is_array() &&
       !result["content"].empty() && result["content"][0].is_object() && result["content"][0].contains("text") &&
       result["content"][0]["text"].is_string())
@@ -278,58 +281,13 @@ std::string McpRelay::unavailable(const std::string& why) const {
 
 // ---- the MCP side: the envelope rules of McpServer ------------------------------------------
 
-void McpRelay::reply(const json& id, json result) {
-  send_(dump({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}));
-}
-
-void McpRelay::error(const json& id, int code, const std::string& message, json data) {
-  json err = {{"code", code}, {"message", message}};
-  if (!data.is_null()) err["data"] = std::move(data);
-  send_(dump({{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}));
-}
-
-void McpRelay::handle_oversize(std::size_t limit) {
-  error(nullptr, kInvalidRequest, fmt::format("message larger than {} bytes", limit),
-        {{"kind", "messageTooLarge"}, {"limit", limit}});
-}
-
-void McpRelay::handle_line(std::string_view line) {
-  McpMessage m = decode_mcp_line(line);
-  switch (m.kind) {
-    case McpMessage::kInvalid: return error(m.id, m.code, m.message);
-    case McpMessage::kResponse: elicitor_.on_response(m.response); return;  // to our elicitation/create
-    case McpMessage::kNotification: return handle_notification(m.method, m.params);
-    case McpMessage::kRequest: return handle_request(m.id, m.method, m.params);
-  }
-}
-
-void McpRelay::handle_notification(const std::string& method, const json& params) {
-  if (method == "notifications/cancelled") {
-    if (!params.is_object() || !params.contains("requestId")) return;
-    auto it = by_mcp_.find(params["requestId"].dump());
-    if (it == by_mcp_.end()) return;
-    // The daemon's wait goes on to its end (no cancel in the native protocol); its reply is
-    // dropped, as MCP asks.
-    if (auto p = pending_.find(it->second); p != pending_.end()) p->second.cancelled = true;
-    by_mcp_.erase(it);
-    return;
-  }
-  if (method == "notifications/initialized") return;
-  UEXEC_LOG(kInfo, "ignoring notification {}", method);
-}
-
-void McpRelay::handle_request(const json& id, const std::string& method, const json& params) {
-  static constexpr std::string_view kInstructions =
-      "uexec runs shell commands in long-lived sessions, kept by the uexec daemon (they outlive this "
-      "connection). exec_command starts one and returns its output after a yield window (or when it exits, or an "
-      "`until` condition holds); while it runs, poll or type with write_stdin, and use list_sessions, read_output "
-      "and kill_session.";
-  auto step = mcp_.on_request(method, params, kInstructions, elicitor_);
-  switch (step.kind) {
-    case McpLifecycle::Step::kReply: return reply(id, std::move(step.result));
-    case McpLifecycle::Step::kError: return error(id, step.code, step.message);
-    case McpLifecycle::Step::kToolCall: return call_tool(id, step.tool, step.args, step.progress_token);
-  }
+// The daemon's wait goes on to its end (no cancel in the native protocol); its reply is
+// dropped, as MCP asks.
+void McpRelay::cancel(const std::string& request_key) {
+  auto it = by_mcp_.find(request_key);
+  if (it == by_mcp_.end()) return;
+  if (auto p = pending_.find(it->second); p != pending_.end()) p->second.cancelled = true;
+  by_mcp_.erase(it);
 }
 
 void McpRelay::call_tool(const json& id, const std::string& name, const json& args, const json& progress_token) {

@@ -57,7 +57,7 @@ namespace uexec::rpc {
 
 using nlohmann::json;
 
-class McpRelay {
+class McpRelay final : public McpEndpoint {
  public:
   // `socket_path`: the daemon's Unix socket; `send` writes one MCP message (one line) to the
   // client.
@@ -69,10 +69,7 @@ class McpRelay {
   // Connects to the daemon and initializes. `ready` runs once, from the loop, with the outcome
   // of that first handshake; a connect failure comes back at once instead.
   [[nodiscard]] base::Result<void> start(std::function<void(base::Result<void>)> ready);
-  // One MCP input line from the client.
-  void handle_line(std::string_view line);
-  // Answers an oversize MCP line (-32600 messageTooLarge, id null).
-  void handle_oversize(std::size_t limit);
+  // MCP input lines from the client go to handle_line / handle_oversize (McpEndpoint).
   // Stops relaying and reconnecting; the daemon keeps the sessions. Safe in any callback.
   void stop();
 
@@ -98,16 +95,12 @@ class McpRelay {
   void send_daemon(const json& msg);
   void on_approval_request(const json& id, const json& params);
 
-  void handle_request(const json& id, const std::string& method, const json& params);
-  void handle_notification(const std::string& method, const json& params);
-  void call_tool(const json& id, const std::string& name, const json& args, const json& progress_token);
-  void reply(const json& id, json result);
-  void error(const json& id, int code, const std::string& message, json data = nullptr);
+  void call_tool(const json& id, const std::string& name, const json& args, const json& progress_token) override;
+  void cancel(const std::string& request_key) override;
   std::string unavailable(const std::string& why) const;
 
   loop::Loop& loop_;
   std::string socket_path_;
-  std::function<void(std::string)> send_;
   std::function<void(base::Result<void>)> ready_;  // until the first handshake ends
   State state_ = State::kDown;
   std::unique_ptr<LineChannel> daemon_;
@@ -120,9 +113,7 @@ class McpRelay {
   bool resuming_ = false;
   std::map<std::int64_t, Pending> pending_;    // daemon request id → call
   std::map<std::string, std::int64_t> by_mcp_; // client request id (dumped) → daemon id
-  ApprovalElicitor elicitor_;                  // approval/request → elicitation/create
   std::map<std::string, std::string> approvals_;  // daemon approvalId → our elicitation id
-  McpLifecycle mcp_;                           // the MCP client's initialize, ping, tools/list
 };
 
 }  // namespace uexec::rpc

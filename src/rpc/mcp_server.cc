@@ -12,12 +12,17 @@ namespace uexec::rpc {
 
 namespace {
 
-constexpr int kInvalidRequest = -32600, kInvalidParams = -32602;
+constexpr int kInvalidParams = -32602;
 
 }  // namespace
 
 McpServer::McpServer(agent::ExecService& exec, std::function<void(std::string)> send)
-    : exec_(exec), tools_(exec), send_(std::move(send)), elicitor_(send_) {}
+    : McpEndpoint(std::move(send),
+                  "uexec runs shell commands in long-lived sessions. exec_command starts one and returns its output "
+                  "after a yield window (or when it exits, or an `until` condition holds); while it runs, poll or "
+                  "type with write_stdin, and use list_sessions, read_output and kill_session."),
+      exec_(exec),
+      tools_(exec) {}
 
 // The orchestrator of this client's exec_command calls, when approvals apply (a sandbox and a
 // policy other than never); null otherwise. Its approver asks the client (elicitation/create)
@@ -37,61 +42,15 @@ std::shared_ptr<policy::ToolOrchestrator> McpServer::orchestrator() {
   return orchestrator_;
 }
 
-void McpServer::reply(const json& id, json result) {
-  send_(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}.dump(-1, ' ', false,
-                                                                               json::error_handler_t::replace));
-}
-
-void McpServer::error(const json& id, int code, const std::string& message, json data) {
-  json err = {{"code", code}, {"message", message}};
-  if (!data.is_null()) err["data"] = std::move(data);
-  send_(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}.dump(-1, ' ', false,
-                                                                           json::error_handler_t::replace));
-}
-
-void McpServer::handle_oversize(std::size_t limit) {
-  error(nullptr, kInvalidRequest, fmt::format("message larger than {} bytes", limit),
-        {{"kind", "messageTooLarge"}, {"limit", limit}});
-}
-
-void McpServer::handle_line(std::string_view line) {
-  McpMessage m = decode_mcp_line(line);
-  switch (m.kind) {
-    case McpMessage::kInvalid: return error(m.id, m.code, m.message);
-    case McpMessage::kResponse: elicitor_.on_response(m.response); return;  // to our elicitation/create
-    case McpMessage::kNotification: return handle_notification(m.method, m.params);
-    case McpMessage::kRequest: return handle_request(m.id, m.method, m.params);
-  }
-}
-
-void McpServer::handle_notification(const std::string& method, const json& params) {
-  if (method == "notifications/cancelled") {
-    if (!params.is_object() || !params.contains("requestId")) return;
-    auto it = pending_.find(params["requestId"].dump());
-    if (it == pending_.end()) return;
-    tools_.cancel(it->second);
-    pending_.erase(it);
-    return;
-  }
-  if (method == "notifications/initialized") return;
-  UEXEC_LOG(kInfo, "ignoring notification {}", method);
-}
-
-void McpServer::handle_request(const json& id, const std::string& method, const json& params) {
-  static constexpr std::string_view kInstructions =
-      "uexec runs shell commands in long-lived sessions. exec_command starts one and returns its output after a "
-      "yield window (or when it exits, or an `until` condition holds); while it runs, poll or type with "
-      "write_stdin, and use list_sessions, read_output and kill_session.";
-  auto step = mcp_.on_request(method, params, kInstructions, elicitor_);
-  switch (step.kind) {
-    case McpLifecycle::Step::kReply: return reply(id, std::move(step.result));
-    case McpLifecycle::Step::kError: return error(id, step.code, step.message);
-    case McpLifecycle::Step::kToolCall: return call_tool(id, step.tool, step.args, step.progress_token);
-  }
+void McpServer::cancel(const std::string& request_key) {
+  auto it = pending_.find(request_key);
+  if (it == pending_.end()) return;
+  tools_.cancel(it->second);
+  pending_.erase(it);
 }
 
 void McpServer::call_tool(const json& id, const std::string& name, const json& args, const json& progress_token) {
-  bool structured = mcp_.structured();
+  bool structured = McpEndpoint::structured();
   std::string key = id.dump();
   agent::CallId cid = 0;
   std::function<void(std::string_view)> on_delta;

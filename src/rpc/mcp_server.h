@@ -30,36 +30,26 @@ namespace uexec::rpc {
 
 using nlohmann::json;
 
-class McpServer {
+class McpServer final : public McpEndpoint {
  public:
-  // `send` writes one JSON message (one line).
+  // `send` writes one JSON message (one line). Lines go to handle_line / handle_oversize.
   McpServer(agent::ExecService& exec, std::function<void(std::string)> send);
 
-  // Handles one input line.
-  void handle_line(std::string_view line);
-  // Answers an oversize line (-32600 messageTooLarge, id null).
-  void handle_oversize(std::size_t limit);
   // Questions still waiting for the client (it went away): withdrawn, answered denied.
   void deny_pending_approvals() { elicitor_.deny_all(); }
 
  private:
-  void handle_request(const json& id, const std::string& method, const json& params);
-  void handle_notification(const std::string& method, const json& params);
-  void call_tool(const json& id, const std::string& name, const json& args, const json& progress_token);
-  void reply(const json& id, json result);
-  void error(const json& id, int code, const std::string& message, json data = nullptr);
+  void call_tool(const json& id, const std::string& name, const json& args, const json& progress_token) override;
+  void cancel(const std::string& request_key) override;
 
   std::shared_ptr<policy::ToolOrchestrator> orchestrator();
 
   agent::ExecService& exec_;
   AgentTools tools_;
-  std::function<void(std::string)> send_;
-  ApprovalElicitor elicitor_;
   std::shared_ptr<policy::ToolOrchestrator> orchestrator_;  // made at the first exec_command that needs it
   // Approvals that were needed but could not be asked (no elicitation): the note for the
   // result of the exec_command with that command text.
   std::map<std::string, std::string> approval_notes_;
-  McpLifecycle mcp_;
   std::map<std::string, agent::CallId> pending_;  // request id (dumped) → call
 };
 
