@@ -82,20 +82,15 @@ std::optional<Target> resolve(rpc::Client& c, const std::string& id) {
 
 json addr(const Target& t) { return {{"processId", t.process}, {"sessionId", t.session}}; }
 
-// Connects and finds the process `id` names. On failure it has said why, and *code is the
-// exit code to return.
-std::optional<std::pair<rpc::Client, Target>> open_target(const std::string& id, int* code) {
+// Connects, finds the process `id` names and runs `fn` with the connection and the process;
+// returns what `fn` returns. Otherwise it says why and returns the exit code.
+template <class Fn>
+int with_target(const std::string& id, Fn&& fn) {
   auto c = connect();
-  if (!c) {
-    *code = kExitInternal;
-    return std::nullopt;
-  }
+  if (!c) return kExitInternal;
   auto t = resolve(*c, id);
-  if (!t) {
-    *code = 1;
-    return std::nullopt;
-  }
-  return std::make_pair(std::move(*c), *t);
+  if (!t) return 1;
+  return fn(&*c, &*t);
 }
 
 void write_out(const std::string& bytes) {
@@ -175,22 +170,18 @@ int cmd_send(const std::vector<std::string>& args) {
     std::fputs("usage: uexec send ID TEXT [--no-newline]\n", stderr);
     return kExitUsage;
   }
-  int code = 0;
-  auto opened = open_target(pos[0], &code);
-  if (!opened) return code;
-  auto& [client, target] = *opened;
-  rpc::Client* c = &client;
-  const Target* t = &target;
-  std::string text = pos[1] + (newline ? (t->tty ? "\r" : "\n") : "");
-  json params = addr(*t);
-  params["chunk"] = rpc::base64_encode(text);
-  auto r = c->call("process/write", params);
-  if (!r || (*r)["status"] != "accepted") {
-    std::fprintf(stderr, "uexec send: %s\n", r ? ("not delivered: " + (*r)["status"].get<std::string>()).c_str()
-                                               : r.error().context.c_str());
-    return 1;
-  }
-  return 0;
+  return with_target(pos[0], [&](rpc::Client* c, const Target* t) {
+    std::string text = pos[1] + (newline ? (t->tty ? "\r" : "\n") : "");
+    json params = addr(*t);
+    params["chunk"] = rpc::base64_encode(text);
+    auto r = c->call("process/write", params);
+    if (!r || (*r)["status"] != "accepted") {
+      std::fprintf(stderr, "uexec send: %s\n", r ? ("not delivered: " + (*r)["status"].get<std::string>()).c_str()
+                                                 : r.error().context.c_str());
+      return 1;
+    }
+    return 0;
+  });
 }
 
 int cmd_kill(const std::vector<std::string>& args) {
@@ -204,29 +195,25 @@ int cmd_kill(const std::vector<std::string>& args) {
     std::fputs("usage: uexec kill ID [--signal interrupt|terminate|kill|hangup|quit|suspend|continue]\n", stderr);
     return kExitUsage;
   }
-  int code = 0;
-  auto opened = open_target(pos[0], &code);
-  if (!opened) return code;
-  auto& [client, target] = *opened;
-  rpc::Client* c = &client;
-  const Target* t = &target;
-  json params = addr(*t);
-  base::Result<json> r = json();
-  if (sig.empty()) {
-    r = c->call("process/terminate", params);
-  } else {
-    params["signal"] = sig;
-    r = c->call("process/signal", params);
-  }
-  if (!r) {
-    std::fprintf(stderr, "uexec kill: %s\n", r.error().context.c_str());
-    return 1;
-  }
-  return 0;
+  return with_target(pos[0], [&](rpc::Client* c, const Target* t) {
+    json params = addr(*t);
+    base::Result<json> r = json();
+    if (sig.empty()) {
+      r = c->call("process/terminate", params);
+    } else {
+      params["signal"] = sig;
+      r = c->call("process/signal", params);
+    }
+    if (!r) {
+      std::fprintf(stderr, "uexec kill: %s\n", r.error().context.c_str());
+      return 1;
+    }
+    return 0;
+  });
 }
 
 // Streams notifications for `t` to stdout until `closed`; returns the exit code (or -1).
-int stream(rpc::Client& c, const Target& t, bool stop_on_stdin) {
+int stream(rpc::Client& c, const Target& t) {
   int code = -1;
   for (;;) {
     while (auto n = c.next_notification(0)) {
@@ -241,7 +228,6 @@ int stream(rpc::Client& c, const Target& t, bool stop_on_stdin) {
         return code;
       }
     }
-    (void)stop_on_stdin;
     if (!c.pump(-1)) return code;
   }
 }
@@ -254,35 +240,31 @@ int cmd_logs(const std::vector<std::string>& args) {
     std::fputs("usage: uexec logs ID [--follow]\n", stderr);
     return kExitUsage;
   }
-  int code = 0;
-  auto opened = open_target(pos[0], &code);
-  if (!opened) return code;
-  auto& [client, target] = *opened;
-  rpc::Client* c = &client;
-  const Target* t = &target;
-  if (follow) {
+  return with_target(pos[0], [&](rpc::Client* c, const Target* t) {
+    if (follow) {
+      json params = addr(*t);
+      params["afterSeq"] = 0;  // replay what is retained, then live
+      if (auto r = c->call("process/subscribe", params); !r) {
+        std::fprintf(stderr, "uexec logs: %s\n", r.error().context.c_str());
+        return 1;
+      }
+      stream(*c, *t);
+      return 0;
+    }
     json params = addr(*t);
-    params["afterSeq"] = 0;  // replay what is retained, then live
-    if (auto r = c->call("process/subscribe", params); !r) {
+    params["afterSeq"] = 0;
+    auto r = c->call("process/read", params);
+    if (!r) {
       std::fprintf(stderr, "uexec logs: %s\n", r.error().context.c_str());
       return 1;
     }
-    stream(*c, *t, false);
+    for (const auto& ch : (*r)["chunks"])
+      if (auto bytes = rpc::base64_decode(ch.value("chunk", ""))) write_out(*bytes);
+    if (!(*r)["omitted"].is_null())
+      std::fprintf(stderr, "uexec logs: %llu bytes in the middle were not retained\n",
+                   static_cast<unsigned long long>((*r)["omitted"].value("bytes", 0ull)));
     return 0;
-  }
-  json params = addr(*t);
-  params["afterSeq"] = 0;
-  auto r = c->call("process/read", params);
-  if (!r) {
-    std::fprintf(stderr, "uexec logs: %s\n", r.error().context.c_str());
-    return 1;
-  }
-  for (const auto& ch : (*r)["chunks"])
-    if (auto bytes = rpc::base64_decode(ch.value("chunk", ""))) write_out(*bytes);
-  if (!(*r)["omitted"].is_null())
-    std::fprintf(stderr, "uexec logs: %llu bytes in the middle were not retained\n",
-                 static_cast<unsigned long long>((*r)["omitted"].value("bytes", 0ull)));
-  return 0;
+  });
 }
 
 volatile sig_atomic_t g_winch = 0;
@@ -292,105 +274,101 @@ int cmd_attach(const std::vector<std::string>& args) {
     std::fputs("usage: uexec attach ID   (Ctrl-] detaches)\n", stderr);
     return kExitUsage;
   }
-  int open_code = 0;
-  auto opened = open_target(args[0], &open_code);
-  if (!opened) return open_code;
-  auto& [client, target] = *opened;
-  rpc::Client* c = &client;
-  const Target* t = &target;
-  bool is_tty = ::isatty(0) == 1 && ::isatty(1) == 1;
-  termios saved{};
-  bool raw = false;
-  if (is_tty && ::tcgetattr(0, &saved) == 0) {
-    termios r = saved;
-    ::cfmakeraw(&r);
-    raw = ::tcsetattr(0, TCSADRAIN, &r) == 0;
-  }
-  auto resize = [&] {
-    if (!t->tty || !is_tty) return;
-    if (auto sz = pty::get_size(0)) {
-      json p = addr(*t);
-      p["rows"] = sz->rows;
-      p["cols"] = sz->cols;
-      (void)c->call("process/resize", p);
+  return with_target(args[0], [&](rpc::Client* c, const Target* t) {
+    bool is_tty = ::isatty(0) == 1 && ::isatty(1) == 1;
+    termios saved{};
+    bool raw = false;
+    if (is_tty && ::tcgetattr(0, &saved) == 0) {
+      termios r = saved;
+      ::cfmakeraw(&r);
+      raw = ::tcsetattr(0, TCSADRAIN, &r) == 0;
     }
-  };
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { g_winch = 1; };
-  ::sigaction(SIGWINCH, &sa, nullptr);
-  resize();
-  if (is_tty) std::fprintf(stderr, "[attached to %s; Ctrl-] detaches]\r\n", args[0].c_str());
-  // A terminal on a terminal: the screen model's repaint at our size, then the live tail
-  // from its seq (no gap, no duplicate). Otherwise the retained output is replayed.
-  json sub = addr(*t);
-  sub["afterSeq"] = 0;
-  if (t->tty && is_tty) {
-    json sp = addr(*t);
-    sp["format"] = "ansi";
-    if (auto snap = c->call("process/snapshot", sp); snap && (*snap).contains("ansi")) {
-      write_out((*snap)["ansi"].get<std::string>());
-      sub["afterSeq"] = (*snap)["seq"];
+    auto resize = [&] {
+      if (!t->tty || !is_tty) return;
+      if (auto sz = pty::get_size(0)) {
+        json p = addr(*t);
+        p["rows"] = sz->rows;
+        p["cols"] = sz->cols;
+        (void)c->call("process/resize", p);
+      }
+    };
+    struct sigaction sa {};
+    sa.sa_handler = [](int) { g_winch = 1; };
+    ::sigaction(SIGWINCH, &sa, nullptr);
+    resize();
+    if (is_tty) std::fprintf(stderr, "[attached to %s; Ctrl-] detaches]\r\n", args[0].c_str());
+    // A terminal on a terminal: the screen model's repaint at our size, then the live tail
+    // from its seq (no gap, no duplicate). Otherwise the retained output is replayed.
+    json sub = addr(*t);
+    sub["afterSeq"] = 0;
+    if (t->tty && is_tty) {
+      json sp = addr(*t);
+      sp["format"] = "ansi";
+      if (auto snap = c->call("process/snapshot", sp); snap && (*snap).contains("ansi")) {
+        write_out((*snap)["ansi"].get<std::string>());
+        sub["afterSeq"] = (*snap)["seq"];
+      }
     }
-  }
-  if (auto r = c->call("process/subscribe", sub); !r) {
-    if (raw) ::tcsetattr(0, TCSADRAIN, &saved);
-    std::fprintf(stderr, "uexec attach: %s\n", r.error().context.c_str());
-    return 1;
-  }
+    if (auto r = c->call("process/subscribe", sub); !r) {
+      if (raw) ::tcsetattr(0, TCSADRAIN, &saved);
+      std::fprintf(stderr, "uexec attach: %s\n", r.error().context.c_str());
+      return 1;
+    }
 
-  int code = -1;
-  bool done = false, detached = false;
-  while (!done) {
-    while (auto n = c->next_notification(0)) {
-      const json& p = (*n)["params"];
-      if (p.value("processId", "") != t->process) continue;
-      std::string m = (*n)["method"];
-      if (m == "process/output") {
-        if (auto bytes = rpc::base64_decode(p.value("chunk", ""))) write_out(*bytes);
-      } else if (m == "process/exited") {
-        code = p.value("exitCode", -1);
-      } else if (m == "process/closed") {
-        done = true;
+    int code = -1;
+    bool done = false, detached = false;
+    while (!done) {
+      while (auto n = c->next_notification(0)) {
+        const json& p = (*n)["params"];
+        if (p.value("processId", "") != t->process) continue;
+        std::string m = (*n)["method"];
+        if (m == "process/output") {
+          if (auto bytes = rpc::base64_decode(p.value("chunk", ""))) write_out(*bytes);
+        } else if (m == "process/exited") {
+          code = p.value("exitCode", -1);
+        } else if (m == "process/closed") {
+          done = true;
+        }
+      }
+      if (done) break;
+      if (g_winch) {
+        g_winch = 0;
+        resize();
+      }
+      pollfd fds[2] = {{c->fd(), POLLIN, 0}, {0, POLLIN, 0}};
+      int rc = ::poll(fds, 2, 200);
+      if (rc < 0) continue;
+      if (fds[0].revents) {
+        if (!c->pump(0)) break;
+      }
+      if (fds[1].revents & (POLLIN | POLLHUP)) {
+        char buf[4096];
+        ssize_t n = ::read(0, buf, sizeof buf);
+        if (n <= 0) break;
+        std::string in(buf, static_cast<std::size_t>(n));
+        if (auto k = in.find('\x1d'); k != std::string::npos) {  // Ctrl-]
+          in.resize(k);
+          detached = true;
+        }
+        if (!in.empty()) {
+          json w = addr(*t);
+          w["chunk"] = rpc::base64_encode(in);
+          (void)c->call("process/write", w);
+        }
+        if (detached) break;
       }
     }
-    if (done) break;
-    if (g_winch) {
-      g_winch = 0;
-      resize();
+    if (raw) ::tcsetattr(0, TCSADRAIN, &saved);
+    // Leave our terminal as we found it: the main screen, normal keys, no mouse, a cursor.
+    if (is_tty && t->tty) write_out("\x1b[0m\x1b[?1049l\x1b[?1l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l"
+                                     "\x1b[?6l\x1b[?7h\x1b[r\x1b[?25h");
+    if (detached) {
+      std::fprintf(stderr, "\r\n[detached; the process keeps running]\n");
+      return 0;
     }
-    pollfd fds[2] = {{c->fd(), POLLIN, 0}, {0, POLLIN, 0}};
-    int rc = ::poll(fds, 2, 200);
-    if (rc < 0) continue;
-    if (fds[0].revents) {
-      if (!c->pump(0)) break;
-    }
-    if (fds[1].revents & (POLLIN | POLLHUP)) {
-      char buf[4096];
-      ssize_t n = ::read(0, buf, sizeof buf);
-      if (n <= 0) break;
-      std::string in(buf, static_cast<std::size_t>(n));
-      if (auto k = in.find('\x1d'); k != std::string::npos) {  // Ctrl-]
-        in.resize(k);
-        detached = true;
-      }
-      if (!in.empty()) {
-        json w = addr(*t);
-        w["chunk"] = rpc::base64_encode(in);
-        (void)c->call("process/write", w);
-      }
-      if (detached) break;
-    }
-  }
-  if (raw) ::tcsetattr(0, TCSADRAIN, &saved);
-  // Leave our terminal as we found it: the main screen, normal keys, no mouse, a cursor.
-  if (is_tty && t->tty) write_out("\x1b[0m\x1b[?1049l\x1b[?1l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l"
-                                   "\x1b[?6l\x1b[?7h\x1b[r\x1b[?25h");
-  if (detached) {
-    std::fprintf(stderr, "\r\n[detached; the process keeps running]\n");
-    return 0;
-  }
-  if (code >= 0 && is_tty) std::fprintf(stderr, "\r\n[process exited with code %d]\n", code);
-  return code >= 0 ? code : 0;
+    if (code >= 0 && is_tty) std::fprintf(stderr, "\r\n[process exited with code %d]\n", code);
+    return code >= 0 ? code : 0;
+  });
 }
 
 }  // namespace
