@@ -10,7 +10,7 @@
 //   seq       offset_after_seq(any seq)
 //   render    render()
 //   subs      subscribe / drop / notify: each live subscriber is woken exactly once
-//   body      the agent's collect loop (as exec_service.cc does it) from any cursor, then
+//   body      the agent's collect (agent/envelope.h) from any cursor, then
 //             render_body with any budget
 //
 // The model is the whole stream plus its chunk table. Retained = the first floor(R/2) bytes
@@ -181,37 +181,8 @@ void check_after_seq(const OutputRing& r, const Model& m, Seq after) {
              after, got, want, he, ts, total);
 }
 
-// The agent's collect loop (agent/exec_service.cc, `collect`): everything retained from
-// `from`, with the gap noted.
-uexec::agent::Collected collect(const OutputRing& ring, Offset from, bool hold_partial) {
-  uexec::agent::Collected c;
-  c.start = std::min(from, ring.total());
-  Offset cursor = c.start;
-  int guard = 0;
-  while (cursor < ring.total()) {
-    auto r = ring.read_from(cursor, SIZE_MAX);
-    if (r.gap > 0) {
-      c.gap_at = c.raw.size();
-      c.gap = r.gap;
-    }
-    c.raw += r.text();
-    if (r.next == cursor) break;
-    cursor = r.next;
-    FUZZ_CHECK("ring-collect-loop", ++guard < 8, "collect from {} did not finish in 8 reads", from);
-  }
-  c.end = cursor;
-  if (hold_partial) {
-    std::size_t k = uexec::session::incomplete_tail(c.raw);
-    if (k > 0 && k <= c.raw.size() - (c.gap > 0 ? c.gap_at : 0)) {
-      c.raw.resize(c.raw.size() - k);
-      c.end -= k;
-    }
-  }
-  return c;
-}
-
 void check_collect(const OutputRing& r, const Model& m, Offset from, bool hold, std::size_t budget, long bpt, bool ext) {
-  auto c = collect(r, from, hold);
+  auto c = uexec::agent::collect(r, from, hold);
   // What was collected is exactly what the model retained from `from` on.
   Offset s = std::min<Offset>(from, m.total()), he = m.head_end(), ts = m.tail_start();
   std::string want;

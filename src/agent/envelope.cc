@@ -2,11 +2,39 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <random>
 
+#include "session/output_ring.h"
 #include "session/utf8_cut.h"
 
 namespace uexec::agent {
+
+Collected collect(const session::OutputRing& ring, std::uint64_t from, bool hold_partial) {
+  Collected c;
+  c.start = std::min(from, ring.total());
+  std::uint64_t cursor = c.start;
+  while (cursor < ring.total()) {
+    auto r = ring.read_from(cursor, SIZE_MAX);
+    if (r.gap > 0) {
+      c.gap_at = c.raw.size();
+      c.gap = r.gap;
+    }
+    c.raw += r.text();
+    if (r.next == cursor) break;
+    cursor = r.next;
+  }
+  c.end = cursor;
+  if (hold_partial) {
+    std::size_t k = session::incomplete_tail(c.raw);
+    if (k > 0 && k <= c.raw.size() - (c.gap > 0 ? c.gap_at : 0)) {
+      c.raw.resize(c.raw.size() - k);
+      c.end -= k;
+    }
+  }
+  return c;
+}
 
 using session::cut_back;
 using session::cut_forward;

@@ -3,13 +3,18 @@
 //
 // The body is cut in raw byte space, so every range it names (the truncation marker's
 // offset/length, `omitted`) is a raw range that read_output can fetch byte-exact; cuts land
-// on grapheme cluster boundaries (utf8_cut.h) and each piece is decoded lossily. Pure.
+// on grapheme cluster boundaries (utf8_cut.h) and each piece is decoded lossily. Pure, but
+// for collect(), which reads what a session's OutputRing retains.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+namespace uexec::session {
+class OutputRing;
+}
 
 namespace uexec::agent {
 
@@ -22,6 +27,11 @@ struct Collected {
   std::size_t gap_at = 0;
   std::uint64_t gap = 0;
 };
+
+// Everything `ring` retains in [from, total), with a gap note if evicted bytes were skipped.
+// `hold_partial`: an incomplete UTF-8 sequence at the end stays for the next read (the
+// process may still write the rest of it).
+Collected collect(const session::OutputRing& ring, std::uint64_t from, bool hold_partial);
 
 struct Omitted {
   std::uint64_t offset = 0;

@@ -83,32 +83,6 @@ std::string last_line(std::string_view raw, std::size_t max) {
   return session::lossy_decode(line);
 }
 
-// Everything retained in [from, total), with a gap note if evicted bytes were skipped.
-Collected collect(const session::OutputRing& ring, Offset from, bool hold_partial) {
-  Collected c;
-  c.start = std::min(from, ring.total());
-  Offset cursor = c.start;
-  while (cursor < ring.total()) {
-    auto r = ring.read_from(cursor, SIZE_MAX);
-    if (r.gap > 0) {
-      c.gap_at = c.raw.size();
-      c.gap = r.gap;
-    }
-    c.raw += r.text();
-    if (r.next == cursor) break;
-    cursor = r.next;
-  }
-  c.end = cursor;
-  if (hold_partial) {
-    std::size_t k = session::incomplete_tail(c.raw);
-    if (k > 0 && k <= c.raw.size() - (c.gap > 0 ? c.gap_at : 0)) {
-      c.raw.resize(c.raw.size() - k);
-      c.end -= k;
-    }
-  }
-  return c;
-}
-
 const std::regex& hint_password() {
   static const std::regex re("pass(word|phrase)[^\\n]*:\\s*$", std::regex::icase | std::regex::ECMAScript);
   return re;
