@@ -118,71 +118,51 @@ bool kill_checked(const ProcStat& seen) {
   return ::syscall(SYS_pidfd_send_signal, fd.get(), SIGKILL, nullptr, 0) == 0;
 }
 
-// Where cgroup v2 is mounted and which cgroup we are in: "<mount><path>", or "".
-std::string own_cgroup2_dir(std::string* why) {
-  std::string mount, root;
-  std::istringstream mi(read_small("/proc/self/mountinfo", 1 << 20));
-  for (std::string line; std::getline(mi, line);) {
-    auto dash = line.find(" - ");
-    if (dash == std::string::npos || line.compare(dash + 3, 8, "cgroup2 ") != 0) continue;
-    std::istringstream f(line.substr(0, dash));
-    std::string id, parent, dev;
-    f >> id >> parent >> dev >> root >> mount;
-    break;
-  }
-  if (mount.empty()) {
-    *why = "no cgroup2 mount";
-    return {};
-  }
-  std::istringstream cg(read_small("/proc/self/cgroup"));
-  for (std::string line; std::getline(cg, line);) {
-    if (line.rfind("0::", 0) != 0) continue;
-    std::string path = line.substr(3);
-    if (root != "/" && path.rfind(root, 0) == 0) path = path.substr(root.size());
-    if (path == "/") path.clear();
-    return mount + path;
-  }
-  *why = "not in a cgroup v2";
-  return {};
+// Does the comma-separated `list` name `item`?
+bool lists(const std::string& list, const std::string& item) {
+  std::istringstream in(list);
+  for (std::string x; std::getline(in, x, ',');)
+    if (x == item) return true;
+  return false;
 }
 
-// The cgroup v1 directory this process is in for `controller` ("<mount><path>"), or "".
-std::string own_cgroup1_dir(const std::string& controller, std::string* why) {
+// The cgroup directory this process is in ("<mount><path>"), or "" with *why: on the v2
+// hierarchy when `controller` is empty, else on the v1 hierarchy that has `controller`.
+// mountinfo gives where the hierarchy is mounted and which of its paths the mount shows
+// (its root); /proc/self/cgroup gives our path in it.
+std::string own_cgroup_dir(const std::string& controller, std::string* why) {
+  const bool v2 = controller.empty();
   std::string mount, root;
   std::istringstream mi(read_small("/proc/self/mountinfo", 1 << 20));
   for (std::string line; std::getline(mi, line);) {
     auto dash = line.find(" - ");
-    if (dash == std::string::npos || line.compare(dash + 3, 7, "cgroup ") != 0) continue;
+    if (dash == std::string::npos) continue;
     std::istringstream tail(line.substr(dash + 3));
     std::string fstype, source, options;
     tail >> fstype >> source >> options;
-    std::istringstream opts(options);
-    bool has = false;
-    for (std::string o; std::getline(opts, o, ',');) has |= o == controller;
-    if (!has) continue;
+    if (v2 ? fstype != "cgroup2" : (fstype != "cgroup" || !lists(options, controller))) continue;
     std::istringstream f(line.substr(0, dash));
     std::string id, parent, dev;
     f >> id >> parent >> dev >> root >> mount;
     break;
   }
   if (mount.empty()) {
-    *why = "no cgroup hierarchy has the " + controller + " controller";
+    *why = v2 ? "no cgroup2 mount" : "no cgroup hierarchy has the " + controller + " controller";
     return {};
   }
+  // Lines are "hierarchy-id:controllers:path"; v2's is "0::path".
   std::istringstream cg(read_small("/proc/self/cgroup"));
   for (std::string line; std::getline(cg, line);) {
     auto c1 = line.find(':'), c2 = line.find(':', c1 + 1);
     if (c1 == std::string::npos || c2 == std::string::npos) continue;
-    std::istringstream names(line.substr(c1 + 1, c2 - c1 - 1));
-    bool has = false;
-    for (std::string n; std::getline(names, n, ',');) has |= n == controller;
-    if (!has) continue;
+    std::string names = line.substr(c1 + 1, c2 - c1 - 1);
+    if (v2 ? line.compare(0, c2 + 1, "0::") != 0 : !lists(names, controller)) continue;
     std::string path = line.substr(c2 + 1);
     if (root != "/" && path.rfind(root, 0) == 0) path = path.substr(root.size());
     if (path == "/") path.clear();
     return mount + path;
   }
-  *why = "not in a " + controller + " cgroup";
+  *why = v2 ? "not in a cgroup v2" : "not in a " + controller + " cgroup";
   return {};
 }
 
@@ -270,7 +250,7 @@ Containment::Containment(base::ContainmentMode mode) {
     why_not_ = "containment mode is tracked";
     return;
   }
-  std::string parent = own_cgroup2_dir(&why_not_);
+  std::string parent = own_cgroup_dir("", &why_not_);
   if (parent.empty()) {
     UEXEC_LOG(kInfo, "containment: tracking descendants ({})", why_not_);
     return;
@@ -381,7 +361,7 @@ Containment::ControllerHome& Containment::home(int controller) {
       return h;
     }
   }
-  std::string parent = own_cgroup1_dir(name, &h.why);
+  std::string parent = own_cgroup_dir(name, &h.why);
   if (parent.empty()) return h;
   remove_stale_in(parent);
   std::string dir = parent + "/uexec-" + std::to_string(::getpid()) + "-" + std::to_string(instance_);
