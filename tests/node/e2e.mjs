@@ -4,18 +4,9 @@ import { execSync, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { check, text, finish } from "./harness.mjs";
 
 const uexec = process.argv[2];
-let passed = 0;
-let failed = 0;
-function check(name, ok, detail = "") {
-  if (ok) passed++;
-  else {
-    failed++;
-    console.log(`FAIL: ${name} ${detail}`);
-  }
-}
-const text = (r) => r.content?.[0]?.text ?? "";
 
 // --- through the SDK ---------------------------------------------------------------------
 const transport = new StdioClientTransport({ command: uexec, args: ["mcp"], stderr: "inherit" });
@@ -157,5 +148,4 @@ check("stdin EOF: no session process is left", left === "", left);
   fs.rmSync(ws, { recursive: true, force: true });
 }
 
-console.log(`mcp-e2e: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish("mcp-e2e");

@@ -20,15 +20,9 @@ import path from "node:path";
 import WebSocket from "ws";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { check, sleep, text, finish } from "./harness.mjs";
 
 const uexec = process.argv[2];
-let passed = 0, failed = 0;
-function check(name, ok, detail = "") {
-  if (ok) passed++;
-  else { failed++; console.log(`FAIL: ${name} ${detail}`); }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const text = (r) => r?.content?.[0]?.text ?? "";
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "uexec-doors-"));
 fs.chmodSync(tmp, 0o700);
 const children = [];
@@ -455,5 +449,4 @@ function refused(args, env = {}) {
 
 for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill("SIGKILL");
 fs.rmSync(tmp, { recursive: true, force: true });
-console.log(`front-doors: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish("front-doors");

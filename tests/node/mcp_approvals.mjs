@@ -14,15 +14,9 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { check, sleep, text, finish } from "./harness.mjs";
 
 const uexec = process.argv[2];
-let passed = 0, failed = 0;
-function check(name, ok, detail = "") {
-  if (ok) passed++;
-  else { failed++; console.log(`FAIL: ${name} ${detail}`); }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const text = (r) => r?.content?.[0]?.text ?? "";
 
 const probe = spawnSync(uexec, ["sandbox", "--mode", "workspace-write", "--backend", "namespaces", "--", "true"]);
 if (probe.status !== 0) {
@@ -169,5 +163,4 @@ try {
   fs.rmSync(scratch, { recursive: true, force: true });
 }
 
-console.log(`mcp-approvals: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish("mcp-approvals");

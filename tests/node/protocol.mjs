@@ -10,14 +10,9 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import WebSocket from "ws";
+import { check, sleep, finish } from "./harness.mjs";
 
 const uexec = process.argv[2];
-let passed = 0, failed = 0;
-function check(name, ok, detail = "") {
-  if (ok) passed++;
-  else { failed++; console.log(`FAIL: ${name} ${detail}`); }
-}
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const b64 = (s) => Buffer.from(s).toString("base64");
 const unb64 = (s) => Buffer.from(s, "base64").toString();
 
@@ -499,5 +494,4 @@ check("serve exits 0 on SIGTERM", code === 0, String(code));
 }
 
 fs.rmSync(tmp, { recursive: true, force: true });
-console.log(`protocol: ${passed} passed, ${failed} failed`);
-process.exit(failed === 0 ? 0 : 1);
+finish("protocol");
