@@ -258,21 +258,28 @@ class Conn:
         except OSError:
             self._gone()
 
+    def _recv_once(self):
+        """One non-blocking recv into inbuf: its size, 0 when nothing is there, None when gone."""
+        try:
+            data = self.sock.recv(1 << 20)
+        except (BlockingIOError, InterruptedError):
+            return 0
+        except OSError:
+            self._gone()
+            return None
+        if not data:
+            self._gone()
+            return None
+        self.bytes_in += len(data)
+        self.inbuf += data
+        return len(data)
+
     def _read(self, limit=8):
         for _ in range(limit):
-            try:
-                data = self.sock.recv(1 << 20)
-            except (BlockingIOError, InterruptedError):
-                break
-            except OSError:
-                self._gone()
+            n = self._recv_once()
+            if n is None:
                 return
-            if not data:
-                self._gone()
-                return
-            self.bytes_in += len(data)
-            self.inbuf += data
-            if len(data) < (1 << 20):
+            if n < (1 << 20):
                 break
         self._dispatch()
 
@@ -280,19 +287,10 @@ class Conn:
         """Reads what is buffered right now (used on paused connections)."""
         got = 0
         while not self.dead:
-            try:
-                data = self.sock.recv(1 << 20)
-            except (BlockingIOError, InterruptedError):
+            n = self._recv_once()
+            if not n:
                 break
-            except OSError:
-                self._gone()
-                break
-            if not data:
-                self._gone()
-                break
-            got += len(data)
-            self.bytes_in += len(data)
-            self.inbuf += data
+            got += n
             self._dispatch()
             if max_bytes is not None and got >= max_bytes:
                 break
