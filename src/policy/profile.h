@@ -95,7 +95,8 @@ bool glob_match(std::string_view pattern, std::string_view path) noexcept;
 bool glob_may_match_below(std::string_view pattern, std::string_view dir) noexcept;
 
 // The `ssh-*` directories in `tmp` (ssh-agent's sockets, hidden by the mount backends), as
-// "<tmp>/ssh-…". A listing is reused until the directory's mtime moves (see profile.cc).
+// "<tmp>/ssh-…". A listing is reused until an inotify watch on `tmp` sees an `ssh-*` name
+// appear (see profile.cc).
 std::vector<std::string> ssh_agent_dirs(const char* tmp);
 
 // Path helpers shared by the backends and the deny-read watcher (canonical absolute paths).

@@ -19,7 +19,8 @@ namespace uexec::rpc {
 
 using nlohmann::json;
 
-// One line from an MCP client, its JSON-RPC 2.0 envelope checked. kInvalid carries the error to answer: `id` (null when unknown), `code`, `message`.
+// One line from an MCP client, its JSON-RPC 2.0 envelope checked. kInvalid carries the error
+// to answer: `id` (null when unknown), `code`, `message`.
 struct McpMessage {
   enum Kind { kRequest, kNotification, kResponse, kInvalid } kind = kInvalid;
   json id;             // requests, and invalid messages whose id could be read

@@ -279,7 +279,7 @@ std::string McpRelay::unavailable(const std::string& why) const {
   return "uexec daemon unavailable: " + why + " (daemon socket " + socket_path_ + ")";
 }
 
-// ---- the MCP side: the envelope rules of McpServer ------------------------------------------
+// ---- the MCP side (the rest is McpEndpoint's, shared with McpServer) ----------------------
 
 // The daemon's wait goes on to its end (no cancel in the native protocol); its reply is
 // dropped, as MCP asks.

@@ -1,7 +1,7 @@
 // mcp_relay.h: `uexec mcp --connect`: the MCP front door, with its sessions in the daemon.
 //
-// It speaks MCP on stdio as McpServer does (the same envelope rules, protocol versions, tool
-// list and schemas) but owns no ProcessManager: each tools/call becomes the native exec/*
+// It speaks MCP on stdio as McpServer does (both are McpEndpoints: the same envelope rules,
+// protocol versions, tool list and schemas) but owns no ProcessManager: each tools/call becomes the native exec/*
 // request of the same tool on one connection to `uexec serve` (protocol.md §4.6), and the
 // CallToolResult that comes back is passed through unchanged (only `structuredContent` is
 // dropped for protocol versions before 2025-06-18). The sessions belong to the daemon, so they
