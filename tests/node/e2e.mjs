@@ -4,7 +4,7 @@ import { execSync, spawn } from "node:child_process";
 import { createInterface } from "node:readline";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { check, text, finish } from "./harness.mjs";
+import { check, checkCancelled, text, finish } from "./harness.mjs";
 
 const uexec = process.argv[2];
 
@@ -51,6 +51,8 @@ for (let i = 0; i < 50 && deltas.length < 2; i++) await new Promise((res) => set
 check("progress: the call still returns the whole output", r.structuredContent?.output === "first\nsecond\n", text(r));
 check("progress: deltas arrive, in order, with the output", deltas.length >= 2 && deltas.map((d) => d.message).join("") === "first\nsecond\n" &&
   deltas.every((d, i) => d.progress === i + 1), JSON.stringify(deltas));
+
+await checkCancelled("mcp", client, transport);
 
 // A bad session id: a tool error with the tombstone reason.
 r = await client.callTool({ name: "write_stdin", arguments: { session_id: 99999, chars: "x" } });

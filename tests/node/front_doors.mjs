@@ -20,7 +20,7 @@ import path from "node:path";
 import WebSocket from "ws";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { check, sleep, text, finish } from "./harness.mjs";
+import { check, checkCancelled, sleep, text, finish } from "./harness.mjs";
 
 const uexec = process.argv[2];
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "uexec-doors-"));
@@ -357,6 +357,7 @@ function refused(args, env = {}) {
   check("[mcp --connect] progress: the whole output in the reply", r.structuredContent?.output === "first\nsecond\n", text(r));
   check("[mcp --connect] progress: relayed as notifications/progress", deltas.length >= 2 &&
     deltas.map((p) => p.message).join("") === "first\nsecond\n" && deltas.every((p, i) => p.progress === i + 1), JSON.stringify(deltas));
+  await checkCancelled("mcp --connect", a.client, a.transport);
   try {
     await a.client.callTool({ name: "no_such_tool", arguments: {} });
     check("[mcp --connect] an unknown tool is a JSON-RPC error", false);
