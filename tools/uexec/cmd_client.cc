@@ -212,24 +212,30 @@ int cmd_kill(const std::vector<std::string>& args) {
   });
 }
 
+// Handles the notifications already received: `t`'s output goes to stdout, its exit code to
+// *code. True once `t` is closed.
+bool take_notifications(rpc::Client& c, const Target& t, int* code) {
+  while (auto n = c.next_notification(0)) {
+    const json& p = (*n)["params"];
+    if (p.value("processId", "") != t.process) continue;
+    std::string m = (*n)["method"];
+    if (m == "process/output") {
+      if (auto bytes = rpc::base64_decode(p.value("chunk", ""))) write_out(*bytes);
+    } else if (m == "process/exited") {
+      *code = p.value("exitCode", -1);
+    } else if (m == "process/closed") {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Streams notifications for `t` to stdout until `closed`; returns the exit code (or -1).
 int stream(rpc::Client& c, const Target& t) {
   int code = -1;
-  for (;;) {
-    while (auto n = c.next_notification(0)) {
-      const json& p = (*n)["params"];
-      if (p.value("processId", "") != t.process) continue;
-      std::string m = (*n)["method"];
-      if (m == "process/output") {
-        if (auto bytes = rpc::base64_decode(p.value("chunk", ""))) write_out(*bytes);
-      } else if (m == "process/exited") {
-        code = p.value("exitCode", -1);
-      } else if (m == "process/closed") {
-        return code;
-      }
-    }
-    if (!c.pump(-1)) return code;
-  }
+  while (!take_notifications(c, t, &code))
+    if (!c.pump(-1)) break;
+  return code;
 }
 
 int cmd_logs(const std::vector<std::string>& args) {
@@ -316,21 +322,8 @@ int cmd_attach(const std::vector<std::string>& args) {
     }
 
     int code = -1;
-    bool done = false, detached = false;
-    while (!done) {
-      while (auto n = c->next_notification(0)) {
-        const json& p = (*n)["params"];
-        if (p.value("processId", "") != t->process) continue;
-        std::string m = (*n)["method"];
-        if (m == "process/output") {
-          if (auto bytes = rpc::base64_decode(p.value("chunk", ""))) write_out(*bytes);
-        } else if (m == "process/exited") {
-          code = p.value("exitCode", -1);
-        } else if (m == "process/closed") {
-          done = true;
-        }
-      }
-      if (done) break;
+    bool detached = false;
+    while (!take_notifications(*c, *t, &code)) {
       if (g_winch) {
         g_winch = 0;
         resize();
