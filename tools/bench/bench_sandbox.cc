@@ -126,16 +126,22 @@ struct Sample {
   std::int64_t first_ns = 0;  // start() → first byte in the ring
 };
 
-// The S4 baseline: one bare bwrap call with the argv, env, cwd and fds that uexec's plan for
-// the same request holds, started by posix_spawn on a fresh PTY (setsid, the slave as the
-// controlling tty and stdio, the seccomp memfd on fd 3), read to EOF, and waited for.
-// Planning (env_for, which also makes the stubs) happens before the clock starts.
-std::optional<Sample> run_raw(const Variant& v, const std::string& cwd, std::string& err) {
+// A variant's request: its argv and env in a tty session, in `cwd`.
+policy::ExecRequest request_for(const Variant& v, const std::string& cwd) {
   policy::ExecRequest req;
   req.argv = v.argv;
   req.tty = true;
   req.env = v.env;
   req.cwd = cwd;
+  return req;
+}
+
+// The S4 baseline: one bare bwrap call with the argv, env, cwd and fds that uexec's plan for
+// the same request holds, started by posix_spawn on a fresh PTY (setsid, the slave as the
+// controlling tty and stdio, the seccomp memfd on fd 3), read to EOF, and waited for.
+// Planning (env_for, which also makes the stubs) happens before the clock starts.
+std::optional<Sample> run_raw(const Variant& v, const std::string& cwd, std::string& err) {
+  policy::ExecRequest req = request_for(v, cwd);
   auto spec = v.attempt.env_for(req);
   if (!spec) {
     err = "env_for: " + spec.error().message();
@@ -219,11 +225,7 @@ std::optional<Sample> run_raw(const Variant& v, const std::string& cwd, std::str
 std::optional<Sample> run_one(session::ProcessManager& pm, loop::Loop& loop, const Variant& v,
                                     const std::string& cwd, std::string& err) {
   if (v.raw) return run_raw(v, cwd, err);
-  policy::ExecRequest req;
-  req.argv = v.argv;
-  req.tty = true;
-  req.env = v.env;
-  req.cwd = cwd;
+  policy::ExecRequest req = request_for(v, cwd);
   std::int64_t t0 = now_ns();
   auto id = pm.start(req, v.attempt);
   if (!id) {
@@ -482,11 +484,7 @@ int bench_main(const Options& o) {
     // interleaved rounds: what part of each sandboxed spawn is planning in the manager.
     for (auto& v : vs) {
       if (!v.ok || !v.attempt.sandboxed() || v.raw) continue;
-      policy::ExecRequest req;
-      req.argv = v.argv;
-      req.tty = true;
-      req.env = v.env;
-      req.cwd = ws;
+      policy::ExecRequest req = request_for(v, ws);
       for (int i = 0; i < rounds * k; ++i) {
         std::int64_t t0 = now_ns();
         auto spec = v.attempt.env_for(req);
