@@ -1,4 +1,4 @@
-// agent_env.h: the environment and shell an agent's command runs with (agent-semantics §4).
+// agent_env.h: the environment and shell an agent's command runs with (docs/agent.md §4).
 //
 // The base is the front door's own environment, filtered in Codex's order: inherit
 // all/core/none → drop *KEY*, *SECRET*, *TOKEN* (any case) unless told not to → exclude

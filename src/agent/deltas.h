@@ -1,5 +1,5 @@
 // deltas.h: a session's output as a stream of small text pieces while a call waits
-// (agent-semantics.md §3.6), for MCP progress notifications and exec/outputDelta.
+// (docs/agent.md §3.6), for MCP progress notifications and exec/outputDelta.
 //
 // Each piece is valid UTF-8 of at most `max_bytes`, cut at code point boundaries (one code
 // point always fits, whatever the limit). A maximal invalid subpart goes alone, as one

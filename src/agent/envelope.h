@@ -1,5 +1,5 @@
 // envelope.h: what an agent reads back: the body (head+tail truncation) and the Codex text
-// envelope around it (agent-semantics §2.6, §3.3).
+// envelope around it (docs/agent.md §2.6, §3.3).
 //
 // The body is cut in raw byte space, so every range it names (the truncation marker's
 // offset/length, `omitted`) is a raw range that read_output can fetch byte-exact; cuts land

@@ -53,7 +53,7 @@ std::string age_text(Clock::duration d) {
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // The last line of `text` (without the newline), at most `max` bytes, lossily decoded.
-// `Lingering processes: 2 killed (sleep pid 4242, tee pid 4243)` (§2.6).
+// `Lingering processes: 2 killed (sleep pid 4242, tee pid 4243)` (docs/agent.md §2.6).
 std::string lingering_line(const std::vector<session::LingeringProcess>& l) {
   std::size_t killed = 0;
   std::string names;
@@ -986,7 +986,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
   return cid;
 }
 
-// The orchestrator decides the attempts (sandbox.md §6): each RunAttempt starts a session for
+// The orchestrator decides the attempts (docs/sandbox.md §6): each RunAttempt starts a session for
 // this call; the call's finish reports the outcome; a retry re-points the call at a new,
 // unsandboxed session; the result answers with the last attempt's response.
 void ExecService::run_orchestrated(Call* c, ExecParams p, const std::string& cwd) {

@@ -1,5 +1,5 @@
 // exec_service.h: the agent tools over the session core: exec_command, write_stdin,
-// kill_session, read_output and list_sessions (agent-semantics.md), shared by MCP and, later,
+// kill_session, read_output and list_sessions (docs/agent.md), shared by MCP and, later,
 // the native exec/* methods. C++ types in and out; the rpc layer turns them into JSON.
 //
 // A call is a Waiter on one session. Calls on a session run FIFO (the session's queue); the
@@ -247,7 +247,7 @@ class ExecService {
   // Every exec_command runs under this profile (`uexec mcp --sandbox MODE`). Under approval
   // policy never, or for a call without ExecParams::approvals, a denial is reported in the
   // envelope and a require_escalated call is refused. Otherwise the call's orchestrator runs
-  // it (sandbox.md §6): it may ask first (escalation, untrusted), and after a denial ask
+  // it (docs/sandbox.md §6): it may ask first (escalation, untrusted), and after a denial ask
   // to retry once without the sandbox; the call then answers with the retry's output.
   void set_default_sandbox(policy::PermissionProfile profile, policy::Backend backend,
                            policy::ApprovalPolicy approval = policy::ApprovalPolicy::kNever) {

@@ -1,4 +1,4 @@
-// keys.h: named keys for write_stdin (agent-semantics §2.5), as the bytes a terminal sends.
+// keys.h: named keys for write_stdin (docs/agent.md §2.5), as the bytes a terminal sends.
 //
 // "enter", "up", "ctrl-c", "C-c", "^C", "page-up"… → bytes. tty sessions get terminal bytes
 // (enter is CR; arrows use the SS3 form when the program asked for application cursor

@@ -1,7 +1,7 @@
-// config.h: every tunable in one place, with the defaults the specs give.
+// config.h: every tunable in one place, with the defaults of docs/agent.md §8.
 //
 // Units live in the types. Values marked "issue 2" follow the foundation issue where it
-// is stricter than the agent spec (see docs/design.md); later layers may override them per
+// is stricter than the agent tools' defaults (docs/agent.md §1.1, docs/design.md); later layers may override them per
 // front door. Plain aggregate: copy it, change fields, pass it down.
 #pragma once
 
@@ -20,7 +20,7 @@ struct PtySize {
   friend bool operator==(const PtySize&, const PtySize&) = default;
 };
 
-// The agent tools' tunables (agent-semantics.md Appendix A), Codex's values unless noted.
+// The agent tools' tunables (docs/agent.md §8), Codex's values unless noted.
 struct AgentConfig {
   milliseconds yield_min{250}, yield_max{30000};
   milliseconds exec_yield_default{10000}, write_yield_default{250};
@@ -34,7 +34,7 @@ struct AgentConfig {
   bool allow_login_shell = true;
   bool deterministic_ids = false;  // tests: ids 1000, 1001, …
   bool envelope_extensions = true;
-  std::size_t delta_max_bytes = 8192, deltas_per_call = 10000;  // streaming (§3.6)
+  std::size_t delta_max_bytes = 8192, deltas_per_call = 10000;  // streaming (docs/agent.md §3.6)
 };
 
 // How sessions' descendants are found and killed (session/containment.h): kAuto uses a

@@ -4,8 +4,8 @@
 // timer pays nothing but this object. The callback may destroy the Timer's owner: the
 // handle is detached first and closed afterwards.
 //
-// Time is injectable (agent-semantics.md: "timers run on an injectable clock, so tests check
-// every window exactly"): after Loop::use_manual_clock(), timers wait for ManualClock::advance
+// Time is injectable, so tests check every window exactly (docs/agent.md §1.1, §7):
+// after Loop::use_manual_clock(), timers wait for ManualClock::advance
 // instead of real time, and fire in due order, each at its exact time. A Timer made with
 // kRealTime ignores that (a test's own hang guard).
 //

@@ -1,4 +1,4 @@
-// bwrap.h: the bubblewrap backend (LinuxBwrap, sandbox.md §3.9): an argv builder.
+// bwrap.h: the bubblewrap backend (LinuxBwrap, docs/sandbox.md §3.9): an argv builder.
 //
 // One exec per spawn: the uexec child does setsid, the controlling tty and the signal reset,
 // then execs /usr/bin/bwrap, whose own pid 1 runs the command. The argv is built in a fixed
@@ -10,7 +10,7 @@
 //   --ro-bind MASK F … (deny-read files and hidden sockets)
 //   --cap-drop ALL --chdir CWD --seccomp 3 -- COMMAND…
 // No --new-session: the PTY stays the controlling terminal for job control, and the seccomp
-// filter (errno variant, passed as fd 3) blocks TIOCSTI instead. Differences from the spec:
+// filter (errno variant, passed as fd 3) blocks TIOCSTI instead. Choices of our own:
 // masked files are bound from one empty mode-000 file in uexec's hidden control directory
 // instead of one --ro-bind-data fd each (hundreds of sockets would need hundreds of fds);
 // no --json-status-fd yet, so a bwrap setup failure surfaces as bwrap's exit 1 and its text.

@@ -1,6 +1,6 @@
 // denial.h: deciding whether a sandboxed command failed because the sandbox denied it.
 //
-// Two sources, in order of authority (sandbox.md §5): records the sandbox executor itself
+// Two sources, in order of authority (docs/sandbox.md §5): records the sandbox executor itself
 // reported (seccomp decisions, SIGSYS kills, Landlock audit, mount setup), and, only when
 // there are none, a keyword predicate over the retained output. A denial is a value, not
 // an exception: a denied command is an expected outcome. Pure: no libuv, no JSON.
@@ -19,7 +19,7 @@ namespace uexec::policy {
 enum class DenialSource { kExecutor, kHeuristic };
 const char* denial_source_name(DenialSource s) noexcept;
 
-// One thing the sandbox executor saw itself deny (sandbox.md §5.4, abridged).
+// One thing the sandbox executor saw itself deny (docs/sandbox.md §5.4).
 struct DenialRecord {
   std::string source;     // "seccomp", "landlock", "mount"
   std::string kind;       // "fs_write", "network", …
@@ -51,7 +51,7 @@ std::optional<SandboxDenied> classify_exit(const pty::ExitStatus& status, const 
 // The keyword the scan found in `output` (lower-cased), or empty.
 std::string denial_keyword(std::string_view output, bool mount_view);
 
-// One-shot finalize (sandbox.md §5.3): a timeout is checked first (Timeout even when the output
+// One-shot finalize (docs/sandbox.md §5.3): a timeout is checked first (Timeout even when the output
 // looks denied), then a sandbox denial, else the ordinary result with the real exit code: a
 // non-zero exit without evidence stays ordinary. Unsandboxed runs are never Denied.
 enum class FinalKind { kCompleted, kDenied, kTimeout };
@@ -63,7 +63,7 @@ struct FinalResult {
 FinalResult finalize_exec_result(const pty::ExitStatus& status, bool timed_out, bool sandboxed,
                                  const DenialLog* log, std::string_view output, bool seccomp, bool mount_view);
 
-// Codex's own predicate, kept under its name for compatibility tests (sandbox.md §5.2, seed
+// Codex's own predicate, kept under its name for compatibility tests (docs/sandbox.md §5.2, seed
 // 000): kind None or exit 0 → false; any of the seven keywords in stderr, stdout or the
 // aggregated output (plain substring, lower-cased) → true; exit 2, 126, 127 → false; a Linux
 // kind and exit 128+SIGSYS → true; else false. Side-effect free. Production uses classify_exit.

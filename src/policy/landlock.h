@@ -1,4 +1,4 @@
-// landlock.h: the Landlock layer of the Linux sandbox (sandbox.md §3.6).
+// landlock.h: the Landlock layer of the Linux sandbox (docs/sandbox.md §3.6).
 //
 // One ruleset per spawn, built here in the parent from a ResolvedPolicy, applied by the
 // child with landlock_restrict_self after no_new_privs. Two uses:

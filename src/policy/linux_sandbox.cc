@@ -346,7 +346,7 @@ int step_privileges(const void* arg, int) noexcept {
 
 // ---- what a spawn keeps alive: plan, ruleset, filter, stubs ----
 
-// Missing protected names get an empty directory while a session needs it (sandbox.md §3.3,
+// Missing protected names get an empty directory while a session needs it (docs/sandbox.md §3.3,
 // StubRegistry): counted by path, removed when the last user goes if we made it and it is
 // still empty.
 class StubRegistry {

@@ -1,5 +1,5 @@
 // linux_sandbox.h: turning a ResolvedPolicy into a launch: the namespace backend and the
-// Landlock-only backend (sandbox.md §3).
+// Landlock-only backend (docs/sandbox.md §3).
 //
 // Namespace backend (LinuxNamespaces). One clone makes pid 1 in new user, mount, pid and
 // ipc namespaces (and a new network namespace when the network is off); pid/spawn.cc runs
@@ -23,7 +23,7 @@
 // command-process steps on an ordinary spawn, with the Landlock-only ruleset. It refuses
 // profiles it cannot express (deny-read) rather than weakening them.
 //
-// Deviation from sandbox.md §3.2: there is no separate spawner process yet; each spawn
+// No separate spawner process yet (docs/sandbox.md §3.2): each spawn
 // makes its own user namespace (one clone either way; measured in docs/benchmarks.md).
 #pragma once
 

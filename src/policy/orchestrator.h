@@ -1,4 +1,4 @@
-// orchestrator.h: approvals, the first attempt and the single retry (sandbox.md §6).
+// orchestrator.h: approvals, the first attempt and the single retry (docs/sandbox.md §6).
 //
 // ToolOrchestrator::run takes one tool call (argv, cwd, profile, approval policy, whether the
 // model asked to run unsandboxed) and drives it to exactly one terminal result:
@@ -96,7 +96,7 @@ class ToolOrchestrator {
   // Drives `call` to one terminal result, reported through `done` exactly once.
   void run(const ToolCall& call, RunAttempt run_attempt, std::function<void(CallResult)> done);
 
-  // The approval cache key of sandbox.md §6.4 (exposed for tests).
+  // The approval cache key of docs/sandbox.md §6.4 (exposed for tests).
   static std::string cache_key(const ToolCall& call, std::string_view sandbox_requested);
   // Known-safe read-only commands that `untrusted` runs without asking.
   static bool known_safe(const std::vector<std::string>& argv);

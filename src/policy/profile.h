@@ -3,7 +3,7 @@
 //
 // A profile is what a person or a client asks for: a mode (read-only, workspace-write,
 // danger-full-access), extra writable roots, deny-read globs, network on or off. resolve()
-// turns it into concrete, canonical lists for one spawn, following sandbox.md §1:
+// turns it into concrete, canonical lists for one spawn, following docs/sandbox.md §1:
 //   - every writable root is canonical, exists, and has no symlink component except the
 //     root-owned system aliases (/var/run, usrmerge /bin …): SymlinkedRoot / MissingRoot;
 //   - the protected names (.git, .codex, .agents, .uexec + extra) directly under each
@@ -12,7 +12,7 @@
 //     (and its commondir) too; a protected name that is a symlink is refused;
 //   - deny-read globs are expanded at launch (bounded scan), into files and directories;
 //   - uexec's own control and state directories, $XDG_RUNTIME_DIR and every listening
-//     pathname socket outside the writable roots are hidden (sandbox.md §3.5).
+//     pathname socket outside the writable roots are hidden (docs/sandbox.md §3.5).
 // Pure policy: reads the file system, never changes it, knows no backend.
 #pragma once
 

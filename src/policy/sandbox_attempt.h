@@ -4,7 +4,7 @@
 // cwd and the async-signal-safe steps the child applies before execve. Everything is built
 // here, in the parent, so the child only applies it.
 //
-// select() is sandbox.md's SandboxManager::select_initial: the kind for a profile and a
+// select() (Codex's select_initial, docs/sandbox.md §2): the kind for a profile and a
 // backend preference on this host (never a silent None: a profile that needs a sandbox the
 // host cannot give fails with BackendUnavailable). env_for() is `transform` plus
 // ExecRequest::from_sandbox_exec_request: it resolves the profile against the request's cwd

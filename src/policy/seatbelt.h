@@ -1,4 +1,4 @@
-// seatbelt.h: the macOS Seatbelt backend (MacosSeatbelt, sandbox.md §4): an SBPL generator.
+// seatbelt.h: the macOS Seatbelt backend (MacosSeatbelt, docs/sandbox.md §4): an SBPL generator.
 //
 // A pure function from already-resolved, canonical inputs to a policy text plus its `-D`
 // parameters; it reads no file system and runs on every platform, so Linux CI golden-tests it
@@ -29,7 +29,7 @@
 // UEXEC_STATE_DIR, DENY_READ_i_PARENT_k. Indices follow sorted paths: the generator sorts and
 // deduplicates every list itself, so the output does not depend on the caller's order.
 //
-// Choices the spec leaves open (each one only ever narrows what is allowed):
+// Choices docs/sandbox.md §4 leaves open (each one only ever narrows what is allowed):
 //   - write implies read: full_write reads everything; restricted read also lists every
 //     writable root;
 //   - a carve-out is excluded from every writable root it lies strictly beneath, and a

@@ -1,4 +1,4 @@
-// seccomp.h: the sandbox's system-call filter (sandbox.md §3.7), compiled with libseccomp.
+// seccomp.h: the sandbox's system-call filter (docs/sandbox.md §3.7), compiled with libseccomp.
 //
 // Default action: allow. Denied groups: foreign ABIs (i386, x32) kill the process (SIGSYS);
 // io_uring and clone3 fail with ENOSYS (runtimes probe them and fall back); new namespaces,
@@ -39,7 +39,7 @@ struct BpfProgram {
 
 // The compiled filter for this variant; cached for the life of the process.
 // `deny_unix`: socket(AF_UNIX) fails too (socketpair stays): the Landlock-only backend cannot
-// hide host pathname sockets, so it refuses to make unix sockets at all (sandbox.md §3.6).
+// hide host pathname sockets, so it refuses to make unix sockets at all (docs/sandbox.md §3.6).
 [[nodiscard]] base::Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root,
                                                                               bool notify = false,
                                                                               bool deny_unix = false);

@@ -1,6 +1,6 @@
 // tty_state.h: what the kernel says about a session's terminal and its readers.
 //
-// Used for `awaiting_input` (agent-semantics §6.5): is some process of the session
+// Used for `awaiting_input` (docs/agent.md §6.5): is some process of the session
 // blocked reading the terminal (or its stdin pipe) right now, and in which mode. Kernel
 // evidence comes from /proc: a process in state S whose /proc/<pid>/syscall is read/readv
 // on an fd that resolves to our PTY slave (or stdin pipe). The termios of the slave, read

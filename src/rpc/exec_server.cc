@@ -191,7 +191,7 @@ struct ExecServer::Process {
   // Each subscribing session has its own cursor; none takes output from another.
   std::map<Session*, SubState> subs;
   // Sessions that attached as viewers (subscribe role "viewer"): read-only unless the owner
-  // granted them input (the value). Other sessions keep protocol.md's full sharing.
+  // granted them input (the value). Other sessions keep the full sharing of docs/protocol.md §8.
   std::map<Session*, bool> viewers;
   std::unique_ptr<session::Subscription> sub;
   base::LazyDeque<std::string> write_order;  // costs nothing until a writeId is used
@@ -206,7 +206,7 @@ struct ExecServer::Process {
   std::int64_t exited_ms = 0;
   bool closed_seen = false;
   bool reading_paused = false;  // owner flow control
-  // An agent session (exec/command) seen as a process of the calling session (§4.6): the
+  // An agent session (exec/command) seen as a process of the calling session (docs/protocol.md §4.6): the
   // ExecService owns its Session and its lifetime; this view never removes it.
   bool agent = false;
 };
@@ -221,7 +221,7 @@ struct ExecServer::Session {
   std::map<std::uint64_t, std::unique_ptr<Waiter>> waiters;
   long ttl_ms = -2;          // -2: the server default
   bool keep_forever = false; // detachedTtlMs -1 under `uexec serve`: until killed
-  // Approvals (§4.8): the orchestrator of this session's exec/* calls (its approved-for-session
+  // Approvals (docs/protocol.md §4.8): the orchestrator of this session's exec/* calls (its approved-for-session
   // cache lives as long as the session), and the approval/requests awaiting an answer.
   std::shared_ptr<policy::ToolOrchestrator> orchestrator;
   struct PendingApproval {
@@ -449,7 +449,7 @@ void ExecServer::push_to(Process& p, Session& to, SubState& st) {
   while (st.cursor < ring.total()) {
     if (!c->writable()) {
       st.lagging = true;
-      // Owner flow control (protocol §7): a slow owner slows its child, as a slow terminal
+      // Owner flow control (docs/protocol.md §7): a slow owner slows its child, as a slow terminal
       // would, instead of letting the ring evict output. Other subscribers never do.
       if (&to == p.owner && !p.reading_paused) {
         if (auto* proc = p.s->process()) proc->pause_reading();
@@ -570,7 +570,7 @@ bool ExecServer::Connection::writable() const {
   return !peer_.queued || peer_.queued() < server_.opts_.high_watermark;
 }
 
-// Above the high watermark (protocol §7): stop reading this connection's requests, which
+// Above the high watermark (docs/protocol.md §7): stop reading this connection's requests, which
 // bounds the replies it can queue, and close it if it stays there for stallTimeoutMs. Below
 // the low watermark: read again, and resume the pushes that paused.
 void ExecServer::Connection::resume_when_drained() {
@@ -1553,7 +1553,7 @@ void ExecServer::Connection::m_exec(const json& id, const std::string& tool, con
   }
 }
 
-// approval/request (§4.8): asks the session's client; the answer comes back as a response
+// approval/request (docs/protocol.md §4.8): asks the session's client; the answer comes back as a response
 // to our request (on_response), or counts as denied after approvalTimeoutMs or a detach.
 policy::Approver ExecServer::approver(const std::string& session_id) {
   return [this, session_id](const policy::ApprovalRequest& req, std::function<void(policy::Decision)> answer) {

@@ -1,4 +1,4 @@
-// exec_server.h: the native JSON-RPC protocol (protocol.md): Codex exec-server's process/*
+// exec_server.h: the native JSON-RPC protocol (docs/protocol.md): Codex exec-server's process/*
 // and environment/* methods, wire-compatible, plus uexec's extensions and exec/*.
 //
 // One ExecServer serves every connection of a front door (`exec-server --listen stdio`: one;

@@ -8,7 +8,7 @@
 // A regular file on either side (a test harness redirect) is served with plain reads and
 // writes instead, since epoll refuses files.
 //
-// Reading can be paused (a peer whose replies pile up, protocol.md §7): lines already read
+// Reading can be paused (a peer whose replies pile up, docs/protocol.md §7): lines already read
 // but not yet handed out wait with the rest, and resume in order on the next loop turn.
 //
 // Rules: as UvHandle (uv_handle.h). Loop thread only. Callbacks may close the channel.

@@ -1,4 +1,4 @@
-// mcp_elicitation.h: approvals over MCP (sandbox.md §6.5): the question uexec asks an MCP
+// mcp_elicitation.h: approvals over MCP (docs/sandbox.md §6.5): the question uexec asks an MCP
 // client with `elicitation/create` (MCP 2025-06-18), and what its answer means.
 //
 //   uexec ─{"id":"uexec-approval-1","method":"elicitation/create","params":{message, requestedSchema}}─► client

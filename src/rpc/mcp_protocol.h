@@ -1,4 +1,4 @@
-// mcp_protocol.h: what both MCP front doors share (protocol.md §6): McpServer (`uexec mcp`,
+// mcp_protocol.h: what both MCP front doors share (docs/protocol.md §6): McpServer (`uexec mcp`,
 // the tools in this process) and McpRelay (`uexec mcp --connect`, the tools in the daemon).
 //
 // decode_mcp_line checks one line's JSON-RPC 2.0 envelope (JSON exceptions stop here: an

@@ -24,7 +24,7 @@ namespace {
 
 constexpr int kMethodNotFound = -32601, kInvalidParams = -32602;
 
-// MCP tool → native method (protocol.md §4.6: the same arguments, the same CallToolResult).
+// MCP tool → native method (docs/protocol.md §4.6: the same arguments, the same CallToolResult).
 const char* native_method(const std::string& tool) {
   if (tool == "exec_command") return "exec/command";
   if (tool == "write_stdin") return "exec/writeStdin";
@@ -173,7 +173,7 @@ void McpRelay::on_daemon_line(std::string_view line) {
   if (p.cancelled) return;
   by_mcp_.erase(p.mcp_id.dump());
   if (m.contains("error")) {
-    // Only the envelope, the gate or non-object params get JSON-RPC errors (§4.6); to the
+    // Only the envelope, the gate or non-object params get JSON-RPC errors (docs/protocol.md §4.6); to the
     // agent it is a failed tool call all the same.
     std::string msg = m["error"].is_object() ? m["error"].value("message", "error") : "error";
     return reply(p.mcp_id, AgentTools::error_result(p.tool + " failed: " + msg));
@@ -237,7 +237,7 @@ void McpRelay::stop() {
   ready_ = nullptr;
 }
 
-// approval/request from the daemon (protocol.md §4.8): asked of the MCP client as
+// approval/request from the daemon (docs/protocol.md §4.8): asked of the MCP client as
 // elicitation/create, or denied at once (with a note for the call) when it cannot be asked.
 void McpRelay::on_approval_request(const json& id, const json& params) {
   ApprovalQuestion q;

@@ -2,7 +2,7 @@
 //
 // It speaks MCP on stdio as McpServer does (both are McpEndpoints: the same envelope rules,
 // protocol versions, tool list and schemas) but owns no ProcessManager: each tools/call becomes the native exec/*
-// request of the same tool on one connection to `uexec serve` (protocol.md §4.6), and the
+// request of the same tool on one connection to `uexec serve` (docs/protocol.md §4.6), and the
 // CallToolResult that comes back is passed through unchanged (only `structuredContent` is
 // dropped for protocol versions before 2025-06-18). The sessions belong to the daemon, so they
 // outlive this process and any client of the daemon can find them (exec/listSessions).

@@ -1,5 +1,5 @@
 // mcp_server.h: the MCP front door (`uexec mcp`): JSON-RPC 2.0 over NDJSON on stdio,
-// serving the agent tools of agent::ExecService (protocol.md §6).
+// serving the agent tools of agent::ExecService (docs/protocol.md §6).
 //
 // The only JSON-aware layer: each line is decoded and its envelope checked, and initialize
 // gates the rest (mcp_protocol.h, shared with McpRelay); it maps tools/call arguments
@@ -8,7 +8,7 @@
 // wording; protocol failures are JSON-RPC errors; the server stays up on any input.
 // tools/call replies may come in any order; notifications/cancelled ends a call's wait
 // without a reply, and the process keeps running.
-// Approvals (sandbox.md §6.5): when the ExecService has a sandbox and an approval policy other
+// Approvals (docs/sandbox.md §6.5): when the ExecService has a sandbox and an approval policy other
 // than never, exec_command runs through one ToolOrchestrator per server (its
 // approved-for-session cache lives as long as the client), whose questions go to the client as
 // elicitation/create if it declared `elicitation` (mcp_elicitation.h); otherwise each answer is

@@ -1,4 +1,4 @@
-// sandbox_params.h: the `sandbox` member of process/start (protocol.md §3.2 and §4.1) as a
+// sandbox_params.h: the `sandbox` member of process/start (docs/protocol.md §3.2 and §4.1) as a
 // PermissionProfile and a backend preference.
 //
 // Two shapes. uexec's short form {mode, writableRoots?, network?, denyRead?, backend?}. And
@@ -9,7 +9,7 @@
 // refused, never weakened), and then its write entries are the writable roots (`:cwd`,
 // `:project_roots` = workspaceRoots, `:slash_tmp`, `:tmpdir`, paths), its read entries
 // inside them read-only carve-outs, its deny entries (paths and globs) deny-read. Unknown
-// special kinds are ignored for read/write and refused for deny, as sandbox.md §1.3 says.
+// special kinds are ignored for read/write and refused for deny, as docs/sandbox.md §1.3 says.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-// containment.h: no descendant outlives its session (agent-semantics.md §5.2).
+// containment.h: no descendant outlives its session (docs/agent.md §5.2).
 //
 // A session's processes leave its process group freely: `setsid -f`, a double-forked
 // daemon, `nohup cmd &`. Three tiers find them again, best first:

@@ -1,4 +1,4 @@
-// deny_watch.h: deny-read files that appear after a sandbox started (sandbox.md §3.6).
+// deny_watch.h: deny-read files that appear after a sandbox started (docs/sandbox.md §3.8).
 //
 // Codex takes its deny-read globs as a launch-time snapshot: a `.env` written after the
 // session started stays readable. uexec watches instead. One DenyReadWatcher per manager

@@ -211,7 +211,7 @@ void Session::advance() {
   }
 }
 
-// The session is over: nothing it started may outlive it (agent-semantics.md §5.2).
+// The session is over: nothing it started may outlive it (docs/agent.md §5.2).
 const std::vector<LingeringProcess>& Session::kill_lingering() {
   if (limit_group_) {  // after the kill below nothing more can happen under the limits
     final_events_ = limit_group_->events();

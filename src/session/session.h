@@ -45,7 +45,7 @@ using SessionId = std::string;
 using Clock = std::chrono::steady_clock;
 
 // Which limit ended a session. `limit`: "timeout", "idleTimeout" or "memoryMax"; `message`
-// says it for people: "a lifetime timeout of 2000 ms" (agent-semantics.md §5.3's killed-by).
+// says it for people: "a lifetime timeout of 2000 ms" (docs/agent.md §5.3's killed-by).
 struct LimitEnd {
   std::string limit;
   std::string message;

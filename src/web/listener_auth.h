@@ -1,4 +1,4 @@
-// listener_auth.h: the pure pieces of who may use the WebSocket listener (protocol.md §8),
+// listener_auth.h: the pure pieces of who may use the WebSocket listener (docs/protocol.md §8),
 // kept apart from libwebsockets so they build and test everywhere.
 //
 // The Host check (against DNS rebinding): a page of evil.example whose name is made to resolve

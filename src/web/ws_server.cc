@@ -133,7 +133,7 @@ bool token_ok(struct lws* wsi, const std::string& token) {
   return false;
 }
 
-// Who may open the WebSocket (protocol.md §8): a request under one of our Host names (403
+// Who may open the WebSocket (docs/protocol.md §8): a request under one of our Host names (403
 // otherwise), from a browser page of an accepted origin (403 otherwise; checked before the
 // token, as the browser's own identity), then anyone with the token (401).
 Refusal check_upgrade(struct lws* wsi, const WsServer& server) {

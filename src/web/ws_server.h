@@ -2,7 +2,7 @@
 // mode, no second thread), one JSON-RPC message per text frame into an ordinary
 // rpc::ExecServer::Connection.
 //
-// Security (protocol.md §8): the front doors bind it to loopback unless given --allow-remote
+// Security (docs/protocol.md §8): the front doors bind it to loopback unless given --allow-remote
 // (is_loopback_host). An upgrade is checked before it happens, in
 // LWS_CALLBACK_HTTP_CONFIRM_UPGRADE, while it is still plain HTTP and can get a real answer:
 //   a Host that is not ours         → 403 Forbidden (DNS rebinding; listener_auth.h)
