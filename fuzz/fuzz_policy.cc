@@ -7,7 +7,7 @@
 //                the same component rule (fnmatch per component, `**` any depth); also
 //                path_components and path_within on canonical paths
 //   1  sandbox   a JSON `sandbox` value ("@F" stands for the fixture's path): parse_sandbox_param must answer with a Result (not
-//                throw), keep every deny entry it accepted (never weaken: sandbox.md §1.3,
+//                throw), keep every deny entry it accepted (never weaken: docs/sandbox.md §1.3,
 //                §1.5), and name only absolute paths; then, when every deny glob is anchored
 //                inside a private fixture tree (so no input can make it scan the host's file
 //                system), resolve() runs against that fixture: sorted unique lists, canonical
@@ -133,7 +133,7 @@ void fuzz_glob(std::string_view text) {
 
 // ---- sandbox -------------------------------------------------------------------------------
 
-// "/a/./b//../c" → "/a/c", as profile.cc's lexical() (sandbox.md §1.6).
+// "/a/./b//../c" → "/a/c", as profile.cc's lexical() (docs/sandbox.md §1.6).
 std::string lexical(std::string_view p) {
   std::vector<std::string_view> parts;
   for (auto c : policy::path_components(p)) {

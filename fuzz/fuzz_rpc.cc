@@ -6,7 +6,7 @@
 // Input: byte 0 is flags, byte 1 a parameter, the rest the byte stream a client sends.
 //   flags & 1   MCP instead of the native protocol
 //   flags & 2   daemon mode (a closed connection detaches its session; resume works)
-//   flags & 4   a small max_line (32 + 8 * byte 1) instead of protocol.md's 16 MiB
+//   flags & 4   a small max_line (32 + 8 * byte 1) instead of docs/protocol.md §1's 16 MiB
 //   flags & 8   detached TTL 0 ms (detached sessions are dropped on the next loop turn)
 //   flags & 16  the stream is written in small pieces (sizes from byte 1), not at once
 // The stream is written into one end of a socketpair and the LineChannel reads the other on
@@ -16,14 +16,14 @@
 // opens a new one on the same server (to exercise detach and resumeSessionId).
 //
 // Checked:
-//   framing     the lines delivered equal a model of protocol.md §1 over the whole stream
+//   framing     the lines delivered equal a model of docs/protocol.md §1 over the whole stream
 //               (split on '\n', one trailing '\r' stripped, blank lines ignored, a line over
 //               max_line reported once through on_oversize and dropped, the unterminated end
 //               dropped at EOF), and EOF is seen
 //   replies     every message sent is one line of valid UTF-8 and valid JSON, an object with
 //               "jsonrpc":"2.0"; a response has an id and exactly one of result/error; error
 //               codes are the JSON-RPC ones the protocol uses
-//   accounting  each input line gets what protocol.md §1/§6 says: one error (id -1 native,
+//   accounting  each input line gets what docs/protocol.md §1/§6 says: one error (id -1 native,
 //               null MCP) for unparsable or non-object input (a message nested deeper than
 //               rpc::kMaxJsonDepth counts as unparsable: json_depth.h) or a bad envelope, nothing for a
 //               notification or a stray response, exactly one response echoing the id for a
@@ -60,7 +60,7 @@ struct Framing {
   std::size_t oversize = 0;
 };
 
-// protocol.md §1 framing over the whole stream (see the essay above).
+// docs/protocol.md §1 framing over the whole stream (see the essay above).
 Framing model_framing(std::string_view s, std::size_t max_line) {
   Framing f;
   std::size_t pos = 0;
@@ -86,7 +86,7 @@ struct Expect {
   bool envelope_error = false;
 };
 
-// What protocol.md §1 (native) or §6 (MCP) says one input line gets.
+// What docs/protocol.md §1 (native) or §6 (MCP) says one input line gets.
 Expect expect_for(const json& msg, bool mcp) {
   Expect e;
   json none = mcp ? json() : json(-1);

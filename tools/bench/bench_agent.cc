@@ -10,7 +10,7 @@
 // A2 (informational): write_stdin's echo round trip on a tty `cat`, with the post-write
 // settle set to 0 and `until: {regex: token}` so the call returns on the echo itself,
 // against a blocking write + read loop on a raw PTY through the same `cat`. With the default
-// 100 ms settle a keystroke-sized write_stdin costs ~100 ms by design (agent-semantics §2.4);
+// 100 ms settle a keystroke-sized write_stdin costs ~100 ms by design (docs/agent.md §2.4);
 // this row shows what is left when that window is off.
 //
 // Rounds alternate baseline and uexec samples (A/B/A/B); each round's ratio is the ratio of

@@ -1,7 +1,7 @@
 // bench_rpc: uexec's JSON-RPC path (`uexec exec-server --listen stdio`) against Codex
 // exec-server 0.169.0 (`codex exec-server --listen stdio`), through ONE client.
 //
-// Targets P1 and P2 of docs/design/performance.md. Both servers are driven by the same code
+// Targets P1 and P2 of docs/performance.md §3. Both servers are driven by the same code
 // in this file: the server is spawned with stdin/stdout pipes (its own process group, stderr
 // to /dev/null), requests are written as one compact JSON object per line, and a small line
 // reader matches responses by id and handles notifications as they arrive: every
@@ -18,7 +18,7 @@
 //              received and decoded until process/closed; ratio of the MiB/s delivered,
 //              uexec / codex, target >= 5. Server and client CPU shares are reported (when
 //              the client nears 100% it, not the server, bounds the number), and so are seq
-//              holes: a server that drops output for a slow consumer (protocol.md §4.7) is
+//              holes: a server that drops output for a slow consumer (docs/protocol.md §4.7) is
 //              credited only with the bytes it delivered. P1-tput-cpu (informational): server
 //              CPU ms per delivered MiB, codex / uexec, from the same runs; less sensitive to
 //              the machine's noise than the wall-clock ratio. The client's own CPU ms per MiB

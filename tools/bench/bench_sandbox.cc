@@ -1,4 +1,4 @@
-// bench_sandbox: what a sandbox adds to a spawn (performance.md S3, S4; sandbox.md §8; issue 7).
+// bench_sandbox: what a sandbox adds to a spawn (docs/performance.md §3 S3, S4; docs/sandbox.md §8; issue 7).
 //
 // Every sample is the same workload, `/bin/echo x` in a tty session through
 // ProcessManager::start (as bench_spawn's uexec side), timed from start() until the session
@@ -10,13 +10,13 @@
 //   landlock   LinuxLandlock: Landlock + seccomp applied in the child, no namespaces
 //   ns         LinuxNamespaces: workspace-write, network off (pid 1 + uexec-init, pid 2 runs echo)
 //   bwrap      LinuxBwrap: workspace-write, network off (one exec of /usr/bin/bwrap)
-//   bwrap-argv the S4 baseline (performance.md S4: "one bare bwrap call with the same argv"):
+//   bwrap-argv the S4 baseline (docs/performance.md §3 S4: "one bare bwrap call with the same argv"):
 //              not through uexec. Each sample first plans the bwrap variant's request
 //              (env_for, untimed: the argv, env, stubs and the seccomp memfd), then times a
 //              posix_spawn of exactly that bwrap argv on a fresh PTY (setsid, the slave as
 //              controlling tty and stdio, the memfd on fd 3), read to EOF, waitpid. What the
 //              bwrap row adds over it is uexec: planning, the spawn path, ring and loop.
-//   bare-bwrap an unsandboxed session whose argv is one bare bwrap call with sandbox.md §8's
+//   bare-bwrap an unsandboxed session whose argv is one bare bwrap call with docs/performance.md §4's
 //              minimal argv (a contrast: the difference to bwrap-argv is the policy's mounts):
 //              bwrap --unshare-user --unshare-pid --unshare-ipc --unshare-net --ro-bind / /
 //                    --dev /dev --proc /proc -- /bin/echo x
@@ -38,14 +38,14 @@
 // median, as every uexec benchmark). The absolute column gives per-variant medians over
 // all N samples and the ratio of those pooled medians.
 //
-// Rows (targets from issue 7 and performance.md):
+// Rows (targets from issue 7 and docs/performance.md §3):
 //   S3-landlock  landlock / none            <= 1.15
-//   S3-ns        ns / none                  <= 2     (performance.md S3; sandbox.md §8 asks 1.15)
+//   S3-ns        ns / none                  <= 2     (docs/performance.md §3; docs/sandbox.md §8 aims at 1.15)
 //   S3-codex     codex / ns                 >= 8
 //   S4-bwrap     bwrap / bwrap-argv         <= 1.1
 //   info rows    bwrap / bare-bwrap and bwrap-argv / bare-bwrap (the policy's mounts),
 //                bare-bwrap / none, codex / none, ns / landlock; the four target ratios again
-//                to the first output byte only (*-fb: sandbox.md §8 measures spawn to first
+//                to the first output byte only (*-fb: docs/sandbox.md §8's aim is spawn to first
 //                byte; the difference is exit, reap and namespace teardown); and plan-*:
 //                SandboxAttempt::env_for alone (the manager's planning) / the whole spawn
 // A variant that fails on this host (backend unavailable, setup error) is skipped with its
@@ -546,18 +546,18 @@ int bench_main(const Options& o) {
                            Cmp::kGe, 8.0));
   rows.push_back(ratio_row("S4-bwrap", "echo x, LinuxBwrap / one bare bwrap call with the same argv (posix_spawn)",
                            "bwrap", "bwrap-argv", Cmp::kLe, 1.1));
-  rows.push_back(ratio_row("S4-min", "LinuxBwrap / bwrap with sandbox.md §8's minimal argv (contrast)", "bwrap",
+  rows.push_back(ratio_row("S4-min", "LinuxBwrap / bwrap with docs/performance.md §4's minimal argv (contrast)", "bwrap",
                            "bare-bwrap", Cmp::kInfo, 0));
   rows.push_back(ratio_row("S4-policy", "bwrap: the policy's argv / the minimal argv, both bare (contrast)",
                            "bwrap-argv", "bare-bwrap", Cmp::kInfo, 0));
   rows.push_back(ratio_row("S4-bare", "bare bwrap call / unsandboxed (contrast)", "bare-bwrap", "none", Cmp::kInfo, 0));
   rows.push_back(ratio_row("S3-codex-raw", "codex sandbox / unsandboxed (contrast)", "codex", "none", Cmp::kInfo, 0));
   rows.push_back(ratio_row("S3-ns-ll", "LinuxNamespaces / LinuxLandlock (contrast)", "ns", "landlock", Cmp::kInfo, 0));
-  // The same runs, to the first output byte only (sandbox.md §8 measures this): the
+  // The same runs, to the first output byte only (docs/sandbox.md §8's aim is to this point): the
   // difference to the rows above is exit, reap and teardown (namespaces are torn down then).
   rows.push_back(ratio_row("S3-landlock-fb", "first byte only: LinuxLandlock / unsandboxed (target above: 1.15)",
                            "landlock", "none", Cmp::kInfo, 0, true));
-  rows.push_back(ratio_row("S3-ns-fb", "first byte only: LinuxNamespaces / unsandboxed (sandbox.md §8: 1.15)", "ns",
+  rows.push_back(ratio_row("S3-ns-fb", "first byte only: LinuxNamespaces / unsandboxed (docs/sandbox.md §8 aims at 1.15)", "ns",
                            "none", Cmp::kInfo, 0, true));
   rows.push_back(ratio_row("S3-codex-fb", "first byte only: codex sandbox / LinuxNamespaces", "codex", "ns",
                            Cmp::kInfo, 0, true));

@@ -1,7 +1,7 @@
 // bench_slow_reader: a reader that never reads must not slow the program, nor grow memory,
-// nor lose output silently (agent-semantics.md §7 "Slow reader"; §3.1: output fds are
+// nor lose output silently (docs/agent.md §7 "slow reader"; §3.1: output fds are
 // always drained, no reader however slow can block the program; §3.2: readers never remove
-// bytes; protocol.md §4.7: a gap is never silent).
+// bytes; docs/protocol.md §4.7: a gap is never silent).
 //
 // A writer (this binary, `--writer MIB TIMEFILE`) writes MIB MiB of 80-column lines to
 // stdout in 64 KiB write()s and then records its own wall time, from its main() to the

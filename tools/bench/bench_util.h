@@ -1,6 +1,6 @@
 // bench_util.h: what every uexec benchmark shares, so each program is only its workload.
 //
-// The rule from docs/design/performance.md: absolute times on these shared 2-core machines
+// The rule from docs/performance.md: absolute times on these shared 2-core machines
 // drift by 2x from run to run, so a benchmark never judges an absolute number. It measures
 // uexec and a raw baseline doing the same work *in the same process, alternately* (A/B/A/B),
 // turns every round into one ratio, and reports min/median/max of those ratios; the target is

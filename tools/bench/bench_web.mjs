@@ -30,7 +30,7 @@
 // (--driver playwright, kept for comparison).
 // Rounds interleave A, B, A, B (5 rounds, --quick 2) after one untimed warm-up pair; each
 // round gives one ratio B/A, and the target is judged on the median, as in the other
-// benchmarks (docs/design/performance.md: absolute numbers on the shared 2-core machines
+// benchmarks (docs/performance.md: absolute numbers on the shared 2-core machines
 // drift, ratios within a run do not).
 //
 // Checked and reported for B: the bytes the page received in process/output (counted in

@@ -258,7 +258,7 @@ def case_load(ctx):
     ctx.check("the slow reader's stream: every missing byte announced, the rest exact", not st_slow.errors,
               st_slow.errors[:3])
     shapes = [g for g in st_slow.gaps if not (isinstance(g.get("fromSeq"), int) and g.get("reason") == "slowConsumer")]
-    ctx.check("process/gap for a slow consumer carries fromSeq and reason slowConsumer (protocol.md §7)",
+    ctx.check("process/gap for a slow consumer carries fromSeq and reason slowConsumer (docs/protocol.md §7)",
               st_slow.gaps and not shapes, f"{len(shapes)} of {len(st_slow.gaps)} gaps, e.g. {shapes[:2]}")
     ctx.case.metrics["slow_gaps"] = len(st_slow.gaps)
     ctx.case.metrics["slow_gap_bytes"] = st_slow.gap_bytes
@@ -272,7 +272,7 @@ def case_load(ctx):
         staller.paused = False
         hub.run_until(lambda: staller.dead, 5)
         ctx.check(f"a reader stalled above the high watermark for {time.monotonic() - t_stall:.0f} s is closed "
-                  f"(stallTimeoutMs {int(STALL_TIMEOUT_S * 1000)}, protocol.md §7)", staller.eof,
+                  f"(stallTimeoutMs {int(STALL_TIMEOUT_S * 1000)}, docs/protocol.md §7)", staller.eof,
                   f"still open; it had {staller.bytes_in} bytes when it resumed reading")
     else:
         ctx.case.notes.append("staller left out (stall_s=0)")
@@ -780,7 +780,7 @@ def case_subscriptions(ctx):
     ctx.case.metrics["subscribe_limitReached"] = limited
     ctx.check("refused subscriptions are limitReached (limit subscribers), nothing else", not bad, bad[:3])
     most = max(per_proc.values()) + 1  # + the owner's own subscription
-    ctx.check(f"subscribers per process capped at 64 (protocol.md §7): limitReached past it", most <= 64,
+    ctx.check(f"subscribers per process capped at 64 (docs/protocol.md §7): limitReached past it", most <= 64,
               f"up to {most} subscribers on one process ({K} sessions asked, {limited} refused)")
     ctx.check("the daemon answered status within 2 s during the subscription storm", probe.worst() < 2.0,
               f"worst {probe.worst():.2f} s")
@@ -976,7 +976,7 @@ def _churn_round(ctx, d, n, tag):
 
 def case_churn(ctx):
     """Sessions that come and go by the thousand, each through a connection that goes away: once
-    past the tombstone cap (4096 per server, protocol.md §5), an ended session must cost nothing."""
+    past the tombstone cap (4096 per server, docs/protocol.md §5), an ended session must cost nothing."""
     S = ctx.S
     d, base_fds = _private_daemon(ctx, "churn")
     try:
@@ -1082,7 +1082,7 @@ def case_backpressure(ctx):
             c.close()
         _finish_private(ctx, d, "stall-close", base_fds)
 
-    # 2. Requests pipelined by a client that reads nothing: protocol.md §7 says the daemon
+    # 2. Requests pipelined by a client that reads nothing: docs/protocol.md §7 says the daemon
     #    stops reading its requests above the high watermark, which bounds its replies.
     d, base_fds = _private_daemon(ctx, "noread")
     try:
@@ -1106,7 +1106,7 @@ def case_backpressure(ctx):
         r = a.call("environment/status", {}, 5)
         ctx.check("no-reader: the daemon keeps answering others", r.ok, rpc_detail(r))
         ctx.check(f"no-reader: {N} pipelined process/read replies unread: daemon memory bounded "
-                  f"(< +64 MiB; protocol.md §7 stops reading requests above the high watermark)",
+                  f"(< +64 MiB; docs/protocol.md §7 stops reading requests above the high watermark)",
                   ctx.sanitized or rss1 - rss0 < 64 * 1024,
                   f"VmRSS {rss0} -> {rss1} KiB (+{(rss1 - rss0) / 1024:.0f} MiB)")
         # Read everything (so the next close is not the stall-close fault above), then close.

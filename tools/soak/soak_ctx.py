@@ -28,8 +28,8 @@ SIZES = {
         drain_each=True),
 }
 
-EXITED_RETENTION_S = 30.0   # protocol.md §3.6 exitedRetentionMs
-STALL_TIMEOUT_S = 60.0      # protocol.md §7 stallTimeoutMs
+EXITED_RETENTION_S = 30.0   # docs/protocol.md §3.6 exitedRetentionMs
+STALL_TIMEOUT_S = 60.0      # docs/protocol.md §7 stallTimeoutMs
 RSS_TOLERANCE = 0.10
 
 

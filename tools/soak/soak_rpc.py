@@ -1,4 +1,4 @@
-"""soak_rpc.py: a small non-blocking client of uexec's native protocol (protocol.md), for the soak suite.
+"""soak_rpc.py: a small non-blocking client of uexec's native protocol (docs/protocol.md), for the soak suite.
 
 Hub        one select() loop over every Conn of the run; run_until(pred, timeout) pumps them all,
            so a streaming client keeps reading while another is busy. A Conn with `paused` set is

@@ -157,7 +157,7 @@ int cmd_exec_server(const std::vector<std::string>& args) {
 #endif
   rpc::LineChannel channel(loop, 0, 1);
   bool stopping = false;
-  // Above the high watermark stdin is not read (protocol.md §7); no `close`: stdio is never
+  // Above the high watermark stdin is not read (docs/protocol.md §7); no `close`: stdio is never
   // closed for a stall, its client is the one that started us.
   auto conn = server->connect({[&](std::string m) { channel.send(std::move(m)); },
                                [&] { return channel.queued_bytes(); },

@@ -157,7 +157,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
   loop::Loop loop;
   base::Config cfg;
   if (!containment_from_env(cfg, "uexec mcp")) return kExitUsage;
-  cfg.close_drain = std::chrono::milliseconds{1000};  // agent-semantics §1.1
+  cfg.close_drain = std::chrono::milliseconds{1000};  // docs/agent.md §1.1
   auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
   auto exec = std::make_unique<agent::ExecService>(*pm, std::move(env), cwd);
   if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend, sandbox.approval);

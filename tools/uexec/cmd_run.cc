@@ -424,7 +424,7 @@ int print_check() {
   return 0;
 }
 
-// Asks on the controlling terminal; no terminal means denied (sandbox.md §6.5).
+// Asks on the controlling terminal; no terminal means denied (docs/sandbox.md §6.5).
 policy::Decision ask_terminal(const policy::ApprovalRequest& r) {
   int tty = ::open("/dev/tty", O_RDWR | O_CLOEXEC | O_NOCTTY);
   if (tty < 0) {

@@ -2,7 +2,7 @@
 // the same way: the environment and directory it hands to its sessions, the signals that end
 // it cleanly, the agent tools' default sandbox flags, and the WebSocket listener's flags
 // (--allow-origin, --allow-host, --allow-remote, --token-file) with the checks that go with
-// them (protocol.md §8).
+// them (docs/protocol.md §8).
 #pragma once
 
 #include <signal.h>
