@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""approval/request on the wire (protocol.md §4.8), against `uexec exec-server --listen stdio
+"""approval/request on the wire (docs/protocol.md §4.8), against `uexec exec-server --listen stdio
 --sandbox workspace-write --approval on-failure`: a client that declared `approvals` is asked
 before the single retry without the sandbox, and its answer decides; a client that did not
 declare it is never asked (policy never: the denial is reported); an error answer counts as

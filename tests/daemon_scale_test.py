@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""1000 tty sessions in one `uexec serve` daemon (agent-semantics.md §7, "1000 sessions").
+"""1000 tty sessions in one `uexec serve` daemon (docs/agent.md §7, "1000 sessions").
 
     daemon_scale_test.py UEXEC_BINARY
 
@@ -43,7 +43,7 @@ uexec = os.path.abspath(sys.argv[1])
 N = int(os.environ.get("UEXEC_SCALE_SESSIONS", "1000"))
 WARMUP = 20
 WINDOW = 128                 # process/start requests in flight at once
-PER_SESSION_KIB = 8.0        # agent-semantics.md §7 / performance.md M1
+PER_SESSION_KIB = 8.0        # docs/agent.md §7 / docs/performance.md §3 (M1)
 T0 = time.monotonic()
 DEADLINE = T0 + float(os.environ.get("UEXEC_SCALE_DEADLINE_S", "120"))
 
@@ -382,7 +382,7 @@ try:
     base = snapshot(dpid, "baseline (after warm-up)")
     base_fd_map = fd_targets(dpid)
     check("baseline: no children after the warm-up", not base["children"], str(base["children"][:5]))
-    # Closed processes stay listed for exitedRetentionMs (30 s) but hold no fd (protocol.md
+    # Closed processes stay listed for exitedRetentionMs (30 s) but hold no fd (docs/protocol.md
     # §3.6: at `closed` uexec closes the fds), so the warm-up leaves the fd table as it was.
     # (Lazily made singletons would show up here too; none exist today: the init memfd is
     # made during initialize, before init_fd_map.)

@@ -261,7 +261,7 @@ check("the name moved to the new process", any(v[0] == "dev-server" and k[1] == 
 s2.close()
 
 # An agent session (exec/command) is a process of the caller's session named by its id
-# (protocol.md §4.6): listed, readable, and shown by `uexec ls`.
+# (docs/protocol.md §4.6): listed, readable, and shown by `uexec ls`.
 send({"jsonrpc": "2.0", "id": 8, "method": "exec/command",
       "params": {"cmd": "echo agent-hello; sleep 30", "yield_time_ms": 500, "login": False}})
 res = recv_id(8).get("result", {})

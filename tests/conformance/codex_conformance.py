@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Codex exec-server conformance client (protocol.md sections 1-3).
+"""Codex exec-server conformance client (docs/protocol.md §1–§3).
 
 Usage: codex_conformance.py SERVER_ARGV...
   e.g. codex_conformance.py build/src/uexec exec-server --listen stdio
@@ -7,7 +7,7 @@ Usage: codex_conformance.py SERVER_ARGV...
 
 Speaks only the Codex exec-server 0.169.0 subset (initialize, initialized, process/*, environment/info,
 environment/status) over NDJSON on the server's stdin/stdout and checks only behaviour that uexec and Codex share
-(protocol.md section 3 minus the deliberate differences of section 3.8). Extra result members are accepted.
+(docs/protocol.md §3 minus the deliberate differences of §3.8). Extra result members are accepted.
 Responses are matched by id, because a server may put notifications between responses or answer out of order.
 
 Prints one line per failed check and a final line `conformance: N passed, M failed`; exits 1 on any failure.
@@ -274,7 +274,7 @@ def start(srv, name, pid, argv, **kw):
     if res is not None:
         check(res.get("processId") == pid, f"{name}: start result processId", short(res))
         check(isinstance(res.get("sandboxType"), str), f"{name}: start result sandboxType is a string", short(res))
-        # Not checked: uexec writes the start response before any notification of the process (protocol.md 1),
+        # Not checked: uexec writes the start response before any notification of the process (docs/protocol.md §1),
         # but Codex 0.169.0 sometimes sends output/exited ahead of it.
     return res
 
@@ -287,7 +287,7 @@ def wait_done(srv, pid, timeout):
 
 
 def check_event_stream(srv, name, pid, exit_code=None):
-    """Seq rules of protocol.md 3.6 for a process whose closed event has arrived."""
+    """Seq rules of docs/protocol.md §3.6 for a process whose closed event has arrived."""
     evs = srv.evs(pid)
     seqs = [p.get("seq") for _, _, p in evs]
     check(all(isinstance(s, int) for s in seqs), f"{name}: every notification has an integer seq", short(seqs))
@@ -667,7 +667,7 @@ def test_tty(srv):
         check(b"\r\n" in out, f"{n}: pty translates newlines", repr(out))
 
     # A tty child that closes its stdio before it exits (as `head` does) must keep its own exit status: the server
-    # must not hang up the terminal (SIGHUP) while the child is still alive (protocol.md 3.6: closed, and then the
+    # must not hang up the terminal (SIGHUP) while the child is still alive (docs/protocol.md §3.6: closed, and then the
     # closing of the fds, come after exited).
     pid = "tty-3"
     start(srv, n, pid, [SH, "-c", "echo ready; exec 0<&- 1>&- 2>&-; sleep 0.3; exit 7"], env={}, tty=True)

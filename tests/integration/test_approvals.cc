@@ -1,4 +1,4 @@
-// Approvals for the agent tools (sandbox.md §6, protocol.md §4.8): exec_command under a
+// Approvals for the agent tools (docs/sandbox.md §6, docs/protocol.md §4.8): exec_command under a
 // sandbox profile and an approval policy, with the call's orchestrator asking a scripted
 // approver. Real sandboxed sessions (the namespaces backend); the write that the sandbox
 // denies is to a scratch directory outside the writable roots, so that the approved retry

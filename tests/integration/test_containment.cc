@@ -1,4 +1,4 @@
-// Containment (agent-semantics.md §5.2): nothing a session started outlives it, whichever
+// Containment (docs/agent.md §5.2): nothing a session started outlives it, whichever
 // way it left the process tree, in the cgroup tier (when this machine can make cgroups) and
 // in the tracked tier.
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// protocol.md §7 on an ExecServer with a scripted Peer: above the high watermark the
+// docs/protocol.md §7 on an ExecServer with a scripted Peer: above the high watermark the
 // connection's requests are not read and, after stallTimeoutMs there, it is closed; the
 // caps on subscribers per process and pending waits per connection answer limitReached at
 // once. The peer's queue is a number the test moves, so nothing here depends on timing; the

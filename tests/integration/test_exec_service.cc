@@ -1,4 +1,4 @@
-// The agent tools on real processes (agent-semantics.md §7): yields, exits, stdin rules,
+// The agent tools on real processes (docs/agent.md §7): yields, exits, stdin rules,
 // interactive shells, awaiting_input, until conditions, named sessions, pruning, tombstones,
 // read_output, sandbox denial hooks, and the pain points (grandchildren, tee, pagers).
 #include <doctest/doctest.h>

@@ -40,7 +40,7 @@ check("quick exit: exit_code 0", r.structuredContent?.exit_code === 0, text(r));
 check("quick exit: no session id", r.structuredContent?.session_id === null && !text(r).includes("session ID"), text(r));
 check("quick exit: text", text(r).includes("Process exited with code 0\n") && text(r).endsWith("Output:\nquick\n"), text(r));
 
-// Streaming (agent-semantics §3.6): with onprogress the SDK sends a progressToken and the
+// Streaming (docs/agent.md §3.6): with onprogress the SDK sends a progressToken and the
 // output arrives as notifications/progress messages while the call waits.
 const deltas = [];
 // The trailing sleep: the SDK drops a progress notification that it handles after the reply

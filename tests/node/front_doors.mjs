@@ -390,7 +390,7 @@ function refused(args, env = {}) {
   const row = listed?.result?.structuredContent?.sessions?.find((s) => s.session_id === sid);
   check("[mcp --connect] after the MCP process died the daemon still runs the session", row?.state === "running", JSON.stringify(listed));
   // `uexec ls` lists the daemon's processes (process/list): the agent session once exec/* sessions
-  // are listed there (protocol.md §4.6); until then this part reports itself as skipped.
+  // are listed there (docs/protocol.md §4.6); until then this part reports itself as skipped.
   const plist = await rpc(3, "process/list", { all: true });
   const inList = (plist?.result?.processes ?? []).some((p) => p.agentSessionId === sid || p.processId === String(sid));
   if (inList) {

@@ -1,4 +1,4 @@
-// mcp_approvals.mjs UEXEC: approvals over MCP (sandbox.md §6.5), driven by the official MCP SDK
+// mcp_approvals.mjs UEXEC: approvals over MCP (docs/sandbox.md §6.5), driven by the official MCP SDK
 // client: `uexec mcp --sandbox workspace-write --approval on-failure` asks a client that declared
 // `elicitation` with elicitation/create before the single retry without the sandbox, and its
 // answer decides (approved, approved_for_session, decline/cancel/error = denied); a client

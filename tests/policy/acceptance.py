@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The security acceptance table (sandbox.md section 7) against `uexec sandbox`.
+"""The security acceptance table (docs/sandbox.md §7) against `uexec sandbox`.
 
 usage: acceptance.py UEXEC SANDBOX_PROBE [TSV] [--backend namespaces]
 
@@ -31,7 +31,7 @@ QUIET_ERRNOS = {"ESRCH", "ENOSYS", "ECONNREFUSED", "ENOENT"}
 SECCOMP_PROBES = {"tcp_connect", "tcp_listen", "udp_send", "netlink_route", "netlink_other",
                   "ptrace_child", "process_vm_readv", "mount_tmpfs", "unshare_user", "setuid_file",
                   "open_by_handle_at", "tiocsti", "tioclinux"}
-# Where a backend differs from the table on purpose (sandbox.md §3.9): bwrap has no Landlock
+# Where a backend differs from the table on purpose (docs/sandbox.md §3.9): bwrap has no Landlock
 # layer, so nothing scopes abstract unix sockets once the network namespace is the host's.
 BACKEND_DIFFERENCES = {
     ("bwrap", "connect to a host abstract unix socket", "WW+N"): "allow",

@@ -1,4 +1,4 @@
-// ToolOrchestrator: each approval policy and each no-retry rule (sandbox.md §6), with a
+// ToolOrchestrator: each approval policy and each no-retry rule (docs/sandbox.md §6), with a
 // scripted runner (the real one, through the ProcessManager and the namespace sandbox, is
 // in integration/test_sandbox.cc) and a scripted approver.
 #include <doctest/doctest.h>

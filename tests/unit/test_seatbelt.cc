@@ -1,4 +1,4 @@
-// Seatbelt (SBPL) generator: golden policies for the cases of sandbox.md §4.4, the glob
+// Seatbelt (SBPL) generator: golden policies for the cases of docs/sandbox.md §4.4, the glob
 // translation rule by rule, proxy ports from the env, input checks, and properties every
 // generated policy must have. Goldens live in tests/policy/golden/seatbelt/NAME.sb (policy
 // text) and NAME.args (one -D argument per line); UEXEC_UPDATE_GOLDEN=1 rewrites them.
