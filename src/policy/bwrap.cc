@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "policy/linux_sandbox.h"
@@ -27,7 +28,12 @@ std::vector<std::string> bwrap_argv(const ResolvedPolicy& p, const BwrapInput& i
   a.insert(a.end(), {"--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
                      "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"});
   if (p.private_tmp) a.insert(a.end(), {"--perms", "1777", "--tmpfs", "/tmp"});
-  for (const auto& w : p.writable) a.insert(a.end(), {"--bind", w, w});
+  // Writable roots and pins (mount points, so no rename moves a carve-out away), parents
+  // first: bwrap binds the host's tree, so a later bind of a parent would cover its child's.
+  std::vector<std::string> binds = p.writable;
+  binds.insert(binds.end(), p.pins.begin(), p.pins.end());
+  std::sort(binds.begin(), binds.end());
+  for (const auto& b : binds) a.insert(a.end(), {"--bind", b, b});
   // -try: a carve-out removed since resolve() is nothing left to protect, not a failure.
   for (const auto& c : p.read_only) a.insert(a.end(), {"--ro-bind-try", c, c});
   for (const auto& s : p.stubs) a.insert(a.end(), {"--perms", "0555", "--tmpfs", s, "--remount-ro", s});
