@@ -303,13 +303,20 @@ Result<void> scan_nested_git(GitScan& s, int dir_fd, const std::string& dir, int
       if (depth > 0) s.found.push_back(path);
       continue;
     }
-    unsigned char type = e->d_type;
-    if (type == DT_UNKNOWN) {
-      struct stat st {};
-      if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
-      type = S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+    if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) continue;
+    if (depth + 1 > s.max_depth) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (st.st_nlink == 2) {
+      // No subdirectory (ext4, xfs, tmpfs count them in the link count; btrfs says 1): only a
+      // `.git` file can be there, and one fstatat finds it where a listing took five calls.
+      if (++s.dirs > s.max_dirs) return policy_error("NestedGitScanUnavailable: more than " + std::to_string(s.max_dirs) +
+                                                     " directories in the writable roots (every .git in them must be found)");
+      std::string git = std::string(e->d_name) + "/.git";
+      struct stat gst {};
+      if (::fstatat(::dirfd(d), git.c_str(), &gst, AT_SYMLINK_NOFOLLOW) == 0) s.found.push_back(path + "/.git");
+      continue;
     }
-    if (type != DT_DIR || depth + 1 > s.max_depth) continue;
     int fd = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
     if (res = scan_nested_git(s, fd, path, depth + 1); !res) break;
