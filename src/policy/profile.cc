@@ -53,8 +53,9 @@ namespace {
 
 constexpr std::size_t kMaxSocketMasks = 256;
 constexpr std::size_t kMaxScanEntries = 200000;
-// The nested-.git walk of the writable roots, per spawn (measured in docs/benchmarks.md terms:
-// about 1 ms per thousand directories when cached).
+// The nested-.git walk of the writable roots runs at every spawn: about two fstatat per leaf
+// directory, five calls per other one. Past this many directories a spawn is refused rather
+// than run with some `.git` unprotected.
 constexpr std::size_t kMaxGitScanDirs = 100000;
 
 Error policy_error(std::string what) { return Error{Errc::kPolicy, 0, std::move(what)}; }
