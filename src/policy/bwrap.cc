@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "policy/linux_sandbox.h"
@@ -27,7 +28,12 @@ std::vector<std::string> bwrap_argv(const ResolvedPolicy& p, const BwrapInput& i
   a.insert(a.end(), {"--dev", "/dev", "--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
                      "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger"});
   if (p.private_tmp) a.insert(a.end(), {"--perms", "1777", "--tmpfs", "/tmp"});
-  for (const auto& w : p.writable) a.insert(a.end(), {"--bind", w, w});
+  // Writable roots and pins (mount points, so no rename moves a carve-out away), parents
+  // first: bwrap binds the host's tree, so a later bind of a parent would cover its child's.
+  std::vector<std::string> binds = p.writable;
+  binds.insert(binds.end(), p.pins.begin(), p.pins.end());
+  std::sort(binds.begin(), binds.end());
+  for (const auto& b : binds) a.insert(a.end(), {"--bind", b, b});
   // -try: a carve-out removed since resolve() is nothing left to protect, not a failure.
   for (const auto& c : p.read_only) a.insert(a.end(), {"--ro-bind-try", c, c});
   for (const auto& s : p.stubs) a.insert(a.end(), {"--perms", "0555", "--tmpfs", s, "--remount-ro", s});
@@ -56,10 +62,19 @@ Result<std::string> mask_file(ResolvedPolicy& p) {
   for (const auto& h : p.hide_dirs) hidden = hidden || h == dir;
   if (!hidden) p.hide_dirs.push_back(dir);  // made just now, after resolve() looked
   std::string path = dir + "/mask-empty";
-  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) return Error::sys("create " + path);
-  ::fchmod(fd, 0);
-  ::close(fd);
+  // Made once, mode 000 from the start: opening it again for writing would fail (EACCES) for
+  // any caller but root, so an existing one is checked instead of reopened.
+  int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd >= 0) {
+    ::fchmod(fd, 0);
+    ::close(fd);
+    return path;
+  }
+  if (errno != EEXIST) return Error::sys("create " + path);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) < 0) return Error::sys("lstat " + path);
+  if (!S_ISREG(st.st_mode) || st.st_size != 0 || st.st_uid != ::getuid() || (st.st_mode & 07777) != 0)
+    return Error{Errc::kPolicy, 0, "mask file " + path + " is not an empty mode-000 file of ours"};
   return path;
 }
 

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -82,6 +83,99 @@ Result<void> add(const LandlockRuleset& rs, const std::string& path, std::uint64
   return {};
 }
 
+// A policy path (canonical: resolve() made it so), opened without following any symlink: a
+// writable root swapped for a link since then fails the spawn instead of granting the target.
+Result<UniqueFd> open_policy_path(const std::string& path) {
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof how)));
+  if (!fd) return Error{Errc::kPolicy, errno, "SymlinkedRoot: cannot open " + path + " without following a symlink"};
+  return fd;
+}
+
+Result<void> add_fd(const LandlockRuleset& rs, int fd, const std::string& path, std::uint64_t rights) {
+  struct stat st {};
+  if (::fstat(fd, &st) < 0) return Error::sys("fstat " + path);
+  if (int err = add_rule_fd(rs.fd.get(), fd, rights, rs.handled_fs, S_ISDIR(st.st_mode)); err != 0)
+    return Error::sys("landlock_add_rule " + path, err);
+  return {};
+}
+
+// The Landlock-only layout of one directory of a writable root that holds carve-outs: every
+// right on each entry that holds none, read on the directory itself (so nothing is created,
+// removed or renamed in it: the way to each carve-out stays put), and the same one level down
+// for each entry on the way to a carve-out; the carve-outs themselves get nothing.
+// Entries are opened relative to the directory with O_NOFOLLOW and each rule is bound to the
+// inode opened, so a symlink never carries a grant to its target (a later swap neither). No
+// rule goes on a symlink, a device node, or a file with other hard links (a file's rule holds
+// for the inode by every path: a link to /etc/shadow would grant it).
+struct Splitter {
+  const LandlockRuleset& rs;
+  const ResolvedPolicy& policy;
+  std::uint64_t all;
+  std::size_t grants = 0;
+
+  bool carved(const std::string& path) const {
+    for (const auto* v : {&policy.read_only, &policy.stubs})
+      for (const auto& c : *v)
+        if (c == path) return true;
+    return false;
+  }
+  bool holds_carve_out(const std::string& path) const {
+    for (const auto* v : {&policy.read_only, &policy.stubs})
+      for (const auto& c : *v)
+        if (c != path && path_within(c, path)) return true;
+    return false;
+  }
+
+  Result<void> split(UniqueFd dir, const std::string& path) {
+    if (auto r = add_fd(rs, dir.get(), path, read_rights()); !r) return r;
+    int list_fd = ::openat(dir.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* d = list_fd < 0 ? nullptr : ::fdopendir(list_fd);
+    if (!d) {
+      if (list_fd >= 0) ::close(list_fd);
+      return Error::sys("opendir " + path);
+    }
+    Result<void> res;
+    while (dirent* e = ::readdir(d)) {
+      std::string name = e->d_name;
+      if (name == "." || name == "..") continue;
+      std::string child = (path == "/" ? "" : path) + "/" + name;
+      if (carved(child)) continue;
+      if (++grants > kMaxSiblings) {
+        res = Error{Errc::kPolicy, 0, "PolicyNotExpressible: more than 4096 entries beside the protected paths of " +
+                                      path + " and its subdirectories (the Landlock-only backend grants them one by one)"};
+        break;
+      }
+      bool on_the_way = holds_carve_out(child);
+      UniqueFd fd(::openat(dir.get(), name.c_str(),
+                           (on_the_way ? O_RDONLY | O_DIRECTORY : O_PATH) | O_NOFOLLOW | O_CLOEXEC));
+      if (!fd) {
+        if (errno == ENOENT) continue;  // gone meanwhile: nothing to grant
+        res = on_the_way ? Error{Errc::kPolicy, errno, "SymlinkedCarveOut: " + child + " (on the way to a protected "
+                                                       "path) is not a directory that can be opened without following a symlink"}
+                         : Error::sys("open " + child);
+        break;
+      }
+      if (on_the_way) {
+        if (res = split(std::move(fd), child); !res) break;
+        continue;
+      }
+      struct stat st {};
+      if (::fstat(fd.get(), &st) < 0) {
+        res = Error::sys("fstat " + child);
+        break;
+      }
+      if (S_ISLNK(st.st_mode) || S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) continue;
+      if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) continue;
+      if (res = add_fd(rs, fd.get(), child, all); !res) break;
+    }
+    ::closedir(d);
+    return res;
+  }
+};
+
 
 }  // namespace
 
@@ -130,39 +224,19 @@ Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view
     TRY(add(rs, "/proc", kReadFile | kReadDir));
     TRY(add(rs, "/dev/shm", all));
   }
+  Splitter splitter{rs, policy, all};
   for (const auto& w : policy.writable) {
-    bool has_carve_out = false;
-    for (const auto* v : {&policy.read_only, &policy.stubs})
-      for (const auto& c : *v) has_carve_out = has_carve_out || (c != w && path_within(c, w));
-    if (view || !has_carve_out) {
-      TRY(add(rs, w, all));
+    auto fd = open_policy_path(w);
+    if (!fd) return std::move(fd).error();
+    // With a view, carve-outs are read-only mounts and the whole root is granted; Landlock
+    // alone has no deny rule, so a root holding carve-outs is split around them.
+    if (view || !splitter.holds_carve_out(w)) {
+      TRY(add_fd(rs, fd->get(), w, all));
       continue;
     }
-    // Landlock-only: no deny rule exists, so grant each entry of the root but the carve-outs,
-    // and nothing that creates at the root's top level.
-    DIR* d = ::opendir(w.c_str());
-    if (!d) return Error::sys("opendir " + w);
-    std::size_t n = 0;
-    Result<void> res;
-    while (dirent* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      std::string path = (w == "/" ? "" : w) + "/" + name;
-      bool carved = false;
-      for (const auto* v : {&policy.read_only, &policy.stubs})
-        for (const auto& c : *v) carved = carved || path_within(c, path);
-      if (carved) continue;
-      if (++n > kMaxSiblings) {
-        res = Error{Errc::kPolicy, 0, "PolicyNotExpressible: " + w + " has more than 4096 entries beside its "
-                                      "protected names (the Landlock-only backend grants them one by one)"};
-        break;
-      }
-      if (res = add(rs, path, all); !res) break;
-    }
-    ::closedir(d);
-    TRY(std::move(res));
-    // The root itself: read, and write to files already there.
-    TRY(add(rs, w, read_rights()));
+    UniqueFd dir(::openat(fd->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (!dir) return Error::sys("open " + w);
+    TRY(splitter.split(std::move(dir), w));
   }
 #undef TRY
   return rs;

@@ -6,8 +6,12 @@
 //     writable roots, device nodes, and the view's own /proc, /dev/pts, /dev/shm and private
 //     /tmp, which only exist inside the view, so pid 1 adds them (add_view_rules);
 //   - the whole file-system boundary of the Landlock-only backend, where carve-outs cannot
-//     be denied: each writable root then gets rights on its entries except the protected
-//     ones, and no right to create at its top level (stricter: no new entries beside them).
+//     be denied: a writable root holding carve-outs is split around them, every right on
+//     each entry that holds none, read only on each directory on the way to one (stricter:
+//     nothing is created, removed or renamed beside a carve-out, so the way to it stays put).
+//     Entries are opened relative to their directory without following symlinks and a rule
+//     binds the inode opened: a symlink in the workspace never carries a grant to its target,
+//     and no rule goes on a device node or on a file with other hard links.
 //     Deny-read cannot be expressed at all there: the caller refuses such profiles.
 // Handled rights are what the policy wants intersected with the kernel's ABI; ABI 4 adds
 // TCP bind/connect (denied with no rules when the network is off), ABI 6 scopes abstract
@@ -35,8 +39,9 @@ struct LandlockRuleset {
 };
 
 // Builds this spawn's ruleset. `view`: the namespace backend (carve-outs are mounts);
-// otherwise the Landlock-only layout. kPolicy when a root has more than 4096 entries, or
-// when the kernel's ABI is below 2 (BackendUnavailable).
+// otherwise the Landlock-only layout. kPolicy when the split needs more than 4096 rules, when
+// a writable root or a directory on the way to a carve-out is now a symlink, or when the
+// kernel's ABI is below 2 (BackendUnavailable).
 [[nodiscard]] base::Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view);
 
 // Child steps (async-signal-safe); `arg` is a const LandlockRuleset*.

@@ -49,6 +49,7 @@ struct ViewPlan {
   bool full_write = false;
   bool private_tmp = false;
   std::vector<std::string> writable;
+  std::vector<std::string> pins;       // writable, made mount points of themselves (immovable)
   std::vector<std::string> read_only;  // carve-outs and stubs
   std::vector<std::string> mask_files, mask_dirs;
   std::vector<std::string> optional_masks;  // hidden sockets: gone by now is fine
@@ -202,6 +203,14 @@ int step_view(const void* arg, int tty) noexcept {
         FAIL_E(e, w);
       }
     if (int e = attach(fd, w)) FAIL_E(e, w);
+  }
+  // Pins before the carve-outs they lead to (a later clone of a pin would not show them):
+  // a mount point cannot be renamed, so no rename of an ancestor moves a carve-out away from
+  // the path the host resolves later.
+  for (const auto& pin : p->pins) {
+    int fd = clone_nofollow(pin.c_str(), true);
+    if (fd < 0) FAIL(pin.c_str());
+    if (int e = attach(fd, pin.c_str())) FAIL_E(e, pin.c_str());
   }
   for (const auto& c : p->read_only) {
     // A carve-out that vanished since resolve() fails the spawn: skipping it would let the
@@ -518,6 +527,7 @@ Result<void> add_namespace_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec&
   v.private_tmp = policy.private_tmp;
   v.writable = policy.writable;
   v.writable_fds.assign(v.writable.size(), -1);
+  v.pins = policy.pins;
   v.read_only = policy.read_only;
   auto stubs = acquire_stubs(policy.stubs);
   if (!stubs) return std::move(stubs).error();

@@ -1,6 +1,7 @@
 #include "policy/profile.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
 #include <sys/inotify.h>
@@ -52,6 +53,10 @@ namespace {
 
 constexpr std::size_t kMaxSocketMasks = 256;
 constexpr std::size_t kMaxScanEntries = 200000;
+// The nested-.git walk of the writable roots runs at every spawn: about two fstatat per leaf
+// directory, five calls per other one. Past this many directories a spawn is refused rather
+// than run with some `.git` unprotected.
+constexpr std::size_t kMaxGitScanDirs = 100000;
 
 Error policy_error(std::string what) { return Error{Errc::kPolicy, 0, std::move(what)}; }
 
@@ -181,25 +186,165 @@ void sort_unique(std::vector<std::string>& v) {
   v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
-// `.git` as a file: "gitdir: X" makes X (and X/commondir's target) read-only too.
-void add_gitdir_targets(const std::string& git_file, std::vector<std::string>& read_only) {
-  std::ifstream f(git_file);
-  std::string line;
-  if (!std::getline(f, line) || line.rfind("gitdir:", 0) != 0) return;
-  std::string target = line.substr(7);
-  target.erase(0, target.find_first_not_of(" \t"));
-  while (!target.empty() && (target.back() == '\r' || target.back() == ' ')) target.pop_back();
-  if (target.empty()) return;
-  std::string dir = git_file.substr(0, git_file.rfind('/'));
-  std::string gitdir = real(absolute(target, dir.empty() ? "/" : dir));
-  if (!exists(gitdir)) return;
-  read_only.push_back(gitdir);
-  std::ifstream c(gitdir + "/commondir");
-  std::string common;
-  if (std::getline(c, common) && !common.empty()) {
-    std::string cd = real(absolute(common, gitdir));
-    if (exists(cd)) read_only.push_back(cd);
+// The writable root `path` lies strictly inside, if any (the innermost one).
+const std::string* inside_writable(const std::string& path, const std::vector<std::string>& writable) {
+  const std::string* in = nullptr;
+  for (const auto& w : writable)
+    if (path != w && path_within(path, w) && (!in || w.size() > in->size())) in = &w;
+  return in;
+}
+
+// Makes the git path `lex` (absolute, lexical) read-only as the host will resolve it later:
+// an existing target is a carve-out; a missing one inside a writable root gets a stub at its
+// first missing component, so the sandbox cannot create it. A symlink on the way that lies
+// inside a writable root is refused: the sandbox could point it elsewhere after launch.
+// Symlinks outside the writable roots cannot change under the sandbox and are resolved.
+Result<void> protect_git_path(const std::string& lex, const std::vector<std::string>& writable,
+                              std::vector<std::string>& read_only, std::vector<std::string>& stubs) {
+  std::string prefix;
+  auto parts = path_components(lex);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    std::string next = prefix + "/" + std::string(parts[i]);
+    struct stat st {};
+    if (::lstat(next.c_str(), &st) != 0) {
+      if (!inside_writable(next, writable)) return {};  // not writable here: cannot be made
+      struct stat parent {};
+      if (::stat(prefix.empty() ? "/" : prefix.c_str(), &parent) == 0 && S_ISDIR(parent.st_mode)) stubs.push_back(next);
+      return {};
+    }
+    if (S_ISLNK(st.st_mode)) {
+      if (inside_writable(next, writable))
+        return policy_error("SymlinkedCarveOut: " + lex + " (component " + next + " is a symlink inside a writable root)");
+      next = real(next);
+      if (next == "/") next.clear();
+    }
+    prefix = next;
   }
+  read_only.push_back(prefix.empty() ? std::string("/") : prefix);
+  return {};
+}
+
+// A file of `path` holding one path on its first line (a gitdir file, commondir); empty if none.
+std::string first_line(const std::string& path, std::string_view prefix = {}) {
+  std::ifstream f(path);
+  std::string line;
+  if (!std::getline(f, line) || line.rfind(prefix, 0) != 0) return {};
+  line.erase(0, prefix.size());
+  line.erase(0, line.find_first_not_of(" \t"));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t')) line.pop_back();
+  return line;
+}
+
+// What git reads through a git directory `gitdir` (already a carve-out) that could lead out of
+// it: its commondir, and the entries git follows there when they are symlinks (a prepared
+// `.git/config -> ../cfg` would otherwise leave the config writable).
+Result<void> protect_gitdir_links(const std::string& gitdir, const std::vector<std::string>& writable,
+                                  std::vector<std::string>& read_only, std::vector<std::string>& stubs) {
+  if (std::string common = first_line(gitdir + "/commondir"); !common.empty())
+    if (auto r = protect_git_path(absolute(common, gitdir), writable, read_only, stubs); !r) return r;
+  for (const char* name : {"config", "config.worktree", "hooks", "info", "commondir"}) {
+    std::string path = gitdir + "/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) continue;
+    char buf[PATH_MAX];
+    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) continue;
+    if (auto r = protect_git_path(absolute(std::string(buf, static_cast<std::size_t>(n)), gitdir), writable,
+                                  read_only, stubs);
+        !r)
+      return r;
+  }
+  return {};
+}
+
+// A `.git` at `path` (a carve-out already): a directory's links, or a file's "gitdir: X" with X
+// (relative to the file's directory) and what X leads to. git follows one gitdir file only.
+Result<void> protect_git_targets(const std::string& path, const struct stat& st, const std::vector<std::string>& writable,
+                                 std::vector<std::string>& read_only, std::vector<std::string>& stubs) {
+  if (S_ISDIR(st.st_mode)) return protect_gitdir_links(path, writable, read_only, stubs);
+  if (!S_ISREG(st.st_mode)) return {};
+  std::string target = first_line(path, "gitdir:");
+  if (target.empty()) return {};
+  std::string dir = path.substr(0, path.rfind('/'));
+  std::string lex = absolute(target, dir.empty() ? "/" : dir);
+  std::size_t before = read_only.size();
+  if (auto r = protect_git_path(lex, writable, read_only, stubs); !r) return r;
+  if (read_only.size() == before) return {};  // missing: stubbed or out of reach
+  std::string gitdir = read_only.back();
+  struct stat gst {};
+  if (::stat(gitdir.c_str(), &gst) != 0 || !S_ISDIR(gst.st_mode)) return {};
+  return protect_gitdir_links(gitdir, writable, read_only, stubs);
+}
+
+// Every `.git` strictly below `root` (its own is a protected name), by a walk of directories
+// that follows no symlink and does not enter `.git` directories. Bounded: past `max_dirs`
+// directories in all, kPolicy NestedGitScanUnavailable; below `max_depth`, not entered.
+struct GitScan {
+  std::size_t dirs = 0;
+  std::size_t max_dirs = 0;
+  int max_depth = 16;
+  std::vector<std::string> found;
+};
+
+Result<void> scan_nested_git(GitScan& s, int dir_fd, const std::string& dir, int depth) {
+  if (++s.dirs > s.max_dirs)
+    return policy_error("NestedGitScanUnavailable: more than " + std::to_string(s.max_dirs) +
+                        " directories in the writable roots (every .git in them must be found)");
+  DIR* d = ::fdopendir(dir_fd);
+  if (!d) {
+    ::close(dir_fd);
+    return {};
+  }
+  Result<void> res;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = dir + "/" + std::string(name);
+    if (name == ".git") {
+      if (depth > 0) s.found.push_back(path);
+      continue;
+    }
+    if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) continue;
+    if (depth + 1 > s.max_depth) continue;
+    struct stat st {};
+    if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (st.st_nlink == 2) {
+      // No subdirectory (ext4, xfs, tmpfs count them in the link count; btrfs says 1): only a
+      // `.git` file can be there, and one fstatat finds it where a listing took five calls.
+      if (++s.dirs > s.max_dirs) return policy_error("NestedGitScanUnavailable: more than " + std::to_string(s.max_dirs) +
+                                                     " directories in the writable roots (every .git in them must be found)");
+      std::string git = std::string(e->d_name) + "/.git";
+      struct stat gst {};
+      if (::fstatat(::dirfd(d), git.c_str(), &gst, AT_SYMLINK_NOFOLLOW) == 0) s.found.push_back(path + "/.git");
+      continue;
+    }
+    int fd = ::openat(::dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (res = scan_nested_git(s, fd, path, depth + 1); !res) break;
+  }
+  ::closedir(d);
+  return res;
+}
+
+// Directories strictly inside a writable root on the way to each protected path (a carve-out,
+// a stub, a writable root nested in another), but not inside a carve-out: renaming one would
+// move the protected tree away from the path the host resolves, and let a new tree take it.
+std::vector<std::string> pins_for(const ResolvedPolicy& r) {
+  std::vector<std::string> pins;
+  for (const auto* v : {&r.read_only, &r.stubs, &r.writable})
+    for (const auto& p : *v) {
+      for (std::size_t cut = p.rfind('/'); cut != std::string::npos && cut > 0; cut = p.rfind('/', cut - 1)) {
+        std::string a = p.substr(0, cut);
+        if (!inside_writable(a, r.writable)) continue;
+        if (std::find(r.writable.begin(), r.writable.end(), a) != r.writable.end()) continue;
+        bool covered = false;
+        for (const auto* c : {&r.read_only, &r.stubs})
+          for (const auto& x : *c) covered = covered || path_within(a, x);
+        if (!covered) pins.push_back(a);
+      }
+    }
+  sort_unique(pins);
+  return pins;
 }
 
 void sweep_sockets(const PermissionProfile& p, ResolvedPolicy& r) {
@@ -240,7 +385,7 @@ std::uint64_t fingerprint(const ResolvedPolicy& r) {
     for (unsigned char c : s) h = (h ^ c) * 1099511628211ULL;
     h = (h ^ 0xff) * 1099511628211ULL;
   };
-  for (const auto* v : {&r.writable, &r.read_only, &r.stubs, &r.deny_files, &r.deny_dirs,
+  for (const auto* v : {&r.writable, &r.read_only, &r.stubs, &r.pins, &r.deny_files, &r.deny_dirs,
                         &r.hide_dirs, &r.hide_files}) {
     for (const auto& s : *v) mix(s);
     mix("|");
@@ -452,7 +597,21 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
         continue;
       }
       r.read_only.push_back(path);
-      if (name == ".git" && S_ISREG(st.st_mode)) add_gitdir_targets(path, r.read_only);
+      if (name == ".git")
+        if (auto g = protect_git_targets(path, st, r.writable, r.read_only, r.stubs); !g) return std::move(g).error();
+    }
+    if (is_tmp) continue;  // /tmp and $TMPDIR are not walked (other users' trees; see the README)
+    GitScan scan{0, kMaxGitScanDirs, p.glob_scan_max_depth, {}};
+    int fd = ::open(w.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) continue;
+    if (auto sr = scan_nested_git(scan, fd, w == "/" ? "" : w, 0); !sr) return std::move(sr).error();
+    for (const auto& g : scan.found) {
+      struct stat st {};
+      if (::lstat(g.c_str(), &st) != 0) continue;
+      if (S_ISLNK(st.st_mode)) return policy_error("SymlinkedCarveOut: " + g + " is a symlink");
+      if (!S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode)) continue;
+      r.read_only.push_back(g);
+      if (auto t = protect_git_targets(g, st, r.writable, r.read_only, r.stubs); !t) return std::move(t).error();
     }
   }
   for (const auto& ro : p.read_only_paths) {
@@ -548,6 +707,13 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
       std::erase_if(*v, [](const std::string& s) { return path_within(s, "/tmp"); });
   }
   for (auto* v : {&r.read_only, &r.stubs, &r.deny_files, &r.deny_dirs, &r.hide_files}) sort_unique(*v);
+  // A stub inside a carve-out is read-only already (and could not be made there).
+  std::erase_if(r.stubs, [&r](const std::string& s) {
+    for (const auto& c : r.read_only)
+      if (path_within(s, c)) return true;
+    return false;
+  });
+  r.pins = pins_for(r);
   r.fingerprint = fingerprint(r);
   return r;
 }

@@ -8,8 +8,19 @@
 //     root-owned system aliases (/var/run, usrmerge /bin …): SymlinkedRoot / MissingRoot;
 //   - the protected names (.git, .codex, .agents, .uexec + extra) directly under each
 //     writable root are read-only: existing ones as carve-outs, missing ones as stubs that
-//     the backend makes read-only so they cannot be created; a `.git` file's gitdir target
-//     (and its commondir) too; a protected name that is a symlink is refused;
+//     the backend makes read-only so they cannot be created; a protected name that is a
+//     symlink is refused;
+//   - every `.git` (directory or file) deeper in a writable root that exists at launch is a
+//     carve-out too: git run on the host anywhere below it would use it (a bounded walk,
+//     refused past its bound: NestedGitScanUnavailable). A `.git` file's gitdir target and
+//     the commondir it names are carve-outs as well; a missing one inside a writable root
+//     becomes a stub (so it cannot be made later), and one whose path runs through a
+//     symlink inside a writable root is refused (SymlinkedCarveOut: the link could be
+//     retargeted after launch). `.git` made later by the sandbox itself is not protected;
+//   - pins: every directory inside a writable root on the way to a carve-out, a stub or a
+//     nested writable root. The mount backends make each a mount point of itself, which
+//     cannot be renamed (EBUSY), so the path the host resolves later still leads to the
+//     protected tree (a rename-and-replace of `modules/` above a gitdir otherwise would not);
 //   - deny-read globs are expanded at launch (bounded scan), into files and directories;
 //   - uexec's own control and state directories, $XDG_RUNTIME_DIR and every listening
 //     pathname socket outside the writable roots are hidden (docs/sandbox.md §3.5).
@@ -59,6 +70,7 @@ struct ResolvedPolicy {
   std::vector<std::string> writable;     // bind read-write
   std::vector<std::string> read_only;    // existing carve-outs inside writable roots
   std::vector<std::string> stubs;        // missing protected names: made read-only stubs
+  std::vector<std::string> pins;         // on the way to a carve-out, stub or nested root: made immovable
   std::vector<std::string> deny_patterns; // every deny-read entry, absolute (globs kept)
   std::vector<std::string> deny_files;   // deny-read matches at launch
   std::vector<std::string> deny_dirs;

@@ -318,6 +318,82 @@ TEST_CASE("resolve: carve-outs, stubs, gitdir files, deny-read globs") {
   }
 }
 
+TEST_CASE("resolve: nested .git, gitdir targets in writable trees, and the pins that keep them in place") {
+  Scratch s;
+  fs::create_directories(s / "ws/.git");
+  fs::create_directories(s / "ws/sub/.git/hooks");
+  fs::create_directories(s / "ws/deep/er/repo/.git");
+  fs::create_directories(s / "ws/modules/lib");
+  fs::create_directories(s / "ws/lib");
+  std::ofstream(s / "ws/lib/.git") << "gitdir: ../modules/lib\n";
+  fs::create_directories(s / "ws/gone");
+  std::ofstream(s / "ws/gone/.git") << "gitdir: ../store/gone\n";
+  fs::create_directories(s / "ws/sub/.git/objects");  // never entered: no .git inside a .git is looked for
+  fs::create_directories(s / "ws/sub/.git/objects/x/.git");
+  auto p = PermissionProfile::for_mode(SandboxMode::kWorkspaceWrite);
+  auto r = resolve(p, ResolveInput{s / "ws", {"HOME=/nonexistent"}, {}});
+  REQUIRE(r);
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  CHECK(has(r->read_only, s / "ws/.git"));
+  CHECK(has(r->read_only, s / "ws/sub/.git"));
+  CHECK(has(r->read_only, s / "ws/deep/er/repo/.git"));
+  CHECK(has(r->read_only, s / "ws/lib/.git"));
+  CHECK(has(r->read_only, s / "ws/modules/lib"));
+  CHECK(has(r->read_only, s / "ws/gone/.git"));
+  CHECK_FALSE(has(r->read_only, s / "ws/sub/.git/objects/x/.git"));
+  // A missing gitdir target in a writable root: its first missing component is a stub.
+  CHECK(has(r->stubs, s / "ws/store"));
+  // Every directory on the way to them, inside the root and outside any carve-out, is pinned.
+  for (const char* d : {"ws/sub", "ws/deep", "ws/deep/er", "ws/deep/er/repo", "ws/modules", "ws/lib", "ws/gone"})
+    CHECK_MESSAGE(has(r->pins, s / d), d);
+  CHECK_FALSE(has(r->pins, s / "ws"));              // the root is a mount point already
+  CHECK_FALSE(has(r->pins, s / "ws/modules/lib"));  // a carve-out, not a pin
+  for (const auto& pin : r->pins) CHECK(path_within(pin, s / "ws"));
+
+  SUBCASE("a gitdir reached through a symlink inside a writable root is refused") {
+    fs::create_directory_symlink(s / "ws/modules", s / "ws/link");
+    std::ofstream(s / "ws/lib/.git", std::ios::trunc) << "gitdir: ../link/lib\n";
+    auto bad = resolve(p, ResolveInput{s / "ws", {}, {}});
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().context.find("SymlinkedCarveOut") == 0);
+  }
+  SUBCASE("a .git config that is a symlink into the workspace protects its target") {
+    std::ofstream(s / "ws/cfg") << "[core]\n";
+    fs::create_symlink("../../cfg", s / "ws/sub/.git/config");
+    auto l = resolve(p, ResolveInput{s / "ws", {}, {}});
+    REQUIRE(l);
+    CHECK(has(l->read_only, s / "ws/cfg"));
+  }
+  SUBCASE("a nested .git that is a symlink is refused") {
+    fs::create_directories(s / "ws/other");
+    fs::create_directory_symlink(s / "ws/sub/.git", s / "ws/other/.git");
+    auto bad = resolve(p, ResolveInput{s / "ws", {}, {}});
+    REQUIRE_FALSE(bad);
+    CHECK(bad.error().context.find("SymlinkedCarveOut") == 0);
+  }
+  SUBCASE("a writable root inside another pins the directories between them") {
+    auto q = p;
+    q.writable_roots = {s.root};
+    auto n = resolve(q, ResolveInput{s / "ws/deep/er/repo", {}, {}});
+    REQUIRE(n);
+    CHECK(has(n->pins, s / "ws/deep"));
+    CHECK(has(n->pins, s / "ws/deep/er"));
+  }
+}
+
+TEST_CASE("resolve: the nested .git walk of a tree of 10 000 directories") {
+  Scratch s;
+  for (int i = 0; i < 100; ++i)
+    for (int j = 0; j < 100; ++j) fs::create_directories(s / ("ws/d" + std::to_string(i) + "/e" + std::to_string(j)));
+  fs::create_directories(s / "ws/d7/e7/.git");
+  auto p = PermissionProfile::for_mode(SandboxMode::kWorkspaceWrite);
+  auto r = resolve(p, ResolveInput{s / "ws", {}, {}});
+  REQUIRE(r);
+  CHECK(std::find(r->read_only.begin(), r->read_only.end(), s / "ws/d7/e7/.git") != r->read_only.end());
+}
+
 namespace {
 
 // A fixed policy for the goldens: no file system behind it, so the argv never drifts.
@@ -371,6 +447,13 @@ TEST_CASE("bwrap argv goldens") {
     p.writable = {"/home/u/proj"};
     p.private_tmp = true;
     check_golden("../policy/golden/bwrap/private-tmp.argv", lines(bwrap_argv(p, golden_input())));
+  }
+  SUBCASE("pins") {
+    auto p = golden_policy();
+    p.writable = {"/home/u/proj", "/home/u/proj/vendor/inner", "/tmp"};
+    p.pins = {"/home/u/proj/modules", "/home/u/proj/vendor"};
+    p.read_only = {"/home/u/proj/.git", "/home/u/proj/modules/lib"};
+    check_golden("../policy/golden/bwrap/pins.argv", lines(bwrap_argv(p, golden_input())));
   }
   SUBCASE("hidden sockets") {
     auto p = golden_policy();
