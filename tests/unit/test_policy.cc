@@ -273,7 +273,7 @@ TEST_CASE("resolve: carve-outs, stubs, gitdir files, deny-read globs") {
   auto p = PermissionProfile::for_mode(SandboxMode::kWorkspaceWrite);
   p.writable_roots = {s / "wt"};
   p.deny_read = {"**/*.env"};
-  auto r = resolve(p, ResolveInput{s / "ws", {"HOME=/nonexistent"}, {}});
+  auto r = resolve(p, ResolveInput{s / "ws", {"HOME=/nonexistent"}, {}, true, {}});
   REQUIRE(r);
   auto has = [](const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
@@ -296,12 +296,12 @@ TEST_CASE("resolve: carve-outs, stubs, gitdir files, deny-read globs") {
 
   SUBCASE("a protected name that is a symlink is refused") {
     fs::create_directory_symlink(s / "ws/sub", s / "ws/.codex");
-    auto bad = resolve(p, ResolveInput{s / "ws", {}, {}});
+    auto bad = resolve(p, ResolveInput{s / "ws", {}, {}, true, {}});
     REQUIRE_FALSE(bad);
     CHECK(bad.error().context.find("SymlinkedCarveOut") == 0);
   }
   SUBCASE("read-only mode has no writable roots and no /tmp") {
-    auto ro = resolve(PermissionProfile::for_mode(SandboxMode::kReadOnly), ResolveInput{s / "ws", {}, {}});
+    auto ro = resolve(PermissionProfile::for_mode(SandboxMode::kReadOnly), ResolveInput{s / "ws", {}, {}, true, {}});
     REQUIRE(ro);
     CHECK(ro->writable.empty());
     CHECK(ro->stubs.empty());
@@ -311,7 +311,7 @@ TEST_CASE("resolve: carve-outs, stubs, gitdir files, deny-read globs") {
     CHECK(full.unrestricted());
     full.deny_read = {"*.env"};
     CHECK_FALSE(full.unrestricted());
-    auto fr = resolve(full, ResolveInput{s / "ws", {}, {}});
+    auto fr = resolve(full, ResolveInput{s / "ws", {}, {}, true, {}});
     REQUIRE(fr);
     CHECK(fr->full_write);
     CHECK(has(fr->deny_files, s / "ws/secret.env"));
