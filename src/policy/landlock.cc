@@ -159,19 +159,22 @@ Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view
   if (view) {
     TRY(add(rs, "/", policy.full_write ? all : read_rights()));
   } else {
-    // No mount masks here: the daemons' control plane (tokens, the registry) is kept out of
-    // the read grant instead. One beneath a writable root cannot be: refused when the network
-    // is on (the token would open the daemon's WebSocket); with it off no TCP connect is
-    // possible at all (ABI 4's rule, or seccomp below it), and it stays readable.
+    // No mount masks here: the daemons' control plane (tokens, socket dirs, the registry) is
+    // kept out of the read grant instead. One beneath a writable root cannot be: a token
+    // there is refused when the network is on (it would open the daemon's WebSocket); with
+    // it off no TCP connect is possible at all (ABI 4's rule, or seccomp below it), and it
+    // stays readable, like the registry and socket directories there.
     std::vector<std::string> hidden;
     for (const auto& c : policy.control_plane) {
       std::string in_root;
       for (const auto& w : policy.writable)
         if (path_within(c, w)) in_root = w;
       if (policy.full_write) in_root = "/";
+      struct stat st {};
       if (in_root.empty()) {
         hidden.push_back(c);
-      } else if (policy.network) {
+      } else if (policy.network && ::stat(c.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        // A token (the registry holds no secret, and no Unix socket is reachable here).
         return Error{Errc::kPolicy, 0, "PolicyNotExpressible: " + c + " (a uexec daemon's control plane) lies beneath "
                                        "the writable root " + in_root + ", which the Landlock-only backend cannot hide "
                                        "it in with the network on; give the daemon --socket and --token-file elsewhere, "
