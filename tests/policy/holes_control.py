@@ -8,6 +8,8 @@ Cases (each backend, as root and as the unprivileged user; see hostile.py):
     network on and off, reading the token, connecting to the socket and opening a WebSocket
     session on the port all fail (with the network off the TCP connect itself fails), and a
     plain `echo ok` works;
+  - the same with the socket and token in /tmp, a writable root: masked in namespaces and
+    bwrap; refused by the Landlock-only backend with the network on;
   - another user's listening socket in a 0700 directory (as root: the unprivileged user's; as
     that user: root's): `uexec sandbox -- echo ok` prints ok;
   - bwrap twice in a row (its mask file must not block the second run);
@@ -78,18 +80,19 @@ def wait_for(pred, what, proc, seconds=30):
 class Daemon:
     """`uexec serve` as the case's identity: socket in base/ctl, token in base/secret."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, ctl=None, secret=None):
         self.ctx = ctx
-        self.ctl = os.path.join(ctx.base, "ctl")
-        self.secret = os.path.join(ctx.base, "secret")
-        os.makedirs(self.ctl, mode=0o700)
-        os.makedirs(self.secret, mode=0o700)
+        self.ctl = ctl or os.path.join(ctx.base, "ctl")
+        self.secret = secret or os.path.join(ctx.base, "secret")
+        os.makedirs(self.ctl, mode=0o700, exist_ok=True)
+        os.makedirs(self.secret, mode=0o700, exist_ok=True)
         self.sock = os.path.join(self.ctl, "d.sock")
         self.token_file = os.path.join(self.secret, "tok")
         with open(self.token_file, "w") as f:
             f.write("control-plane-test-token\n")
         os.chmod(self.token_file, 0o600)
-        ctx.ident.chown(ctx.base)
+        for d in (ctx.base, self.ctl, self.secret):
+            ctx.ident.chown(d)
         self.err = tempfile.TemporaryFile(mode="w+")
         cmd = [ctx.suite.uexec, "serve", "--socket", self.sock, "--ws", "127.0.0.1:0", "--no-web",
                "--token-file", self.token_file]
@@ -148,6 +151,34 @@ def _(ctx):
         expect(not problems, "; ".join(problems))
     finally:
         d.close()
+
+
+@suite.case("a daemon whose socket and token lie in /tmp, a writable root")
+def _(ctx):
+    tmp_ctl = tempfile.mkdtemp(prefix="uexec-control-tmp-", dir="/tmp")
+    try:
+        d = Daemon(ctx, ctl=tmp_ctl, secret=tmp_ctl)
+        try:
+            for network in ("on", "off"):
+                flags = ["--sandbox", "workspace-write", "--network", network]
+                r = ctx.sandbox(["python3", "-c", REACH, d.token_file, d.sock, str(d.port)], flags)
+                if ctx.backend == "landlock" and network == "on":
+                    # Landlock cannot take a path out of a writable root: refused, never weakened.
+                    expect(r.returncode == 125 and "PolicyNotExpressible" in r.stderr and d.token_file in r.stderr,
+                           "landlock, network on, a token in /tmp: should be refused: " + describe(r))
+                    continue
+                line = next((l for l in r.stdout.splitlines() if l.startswith("REACHED=")), "")
+                reached = [w for w in line[len("REACHED="):].split(",") if w]
+                if ctx.backend == "landlock":
+                    # Network off: the token stays readable (documented), nothing else is reachable.
+                    expect(line and not set(reached) - {"read-token"}, f"network {network}: {describe(r)}")
+                else:
+                    bad = [w for w in reached if w != "tcp-connect" or network == "off"]
+                    expect(line and not bad, f"network {network}: reached {bad}: {describe(r)}")
+        finally:
+            d.close()
+    finally:
+        shutil.rmtree(tmp_ctl, ignore_errors=True)
 
 
 def other_identity(ctx):
