@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -81,6 +82,12 @@ bool parse_entry(const std::string& path, ControlPlane& out) {
 }  // namespace
 
 std::string control_registry_dir() {
+  // Read once per uid: the passwd lookup (NSS) cost more than the whole registry scan.
+  static std::mutex mu;
+  static uid_t cached_uid = static_cast<uid_t>(-1);
+  static std::string cached;
+  std::lock_guard<std::mutex> lock(mu);
+  if (cached_uid == ::getuid()) return cached;
   std::string home;
   std::vector<char> buf(16384);
   passwd pw{};
@@ -88,8 +95,10 @@ std::string control_registry_dir() {
   if (::getpwuid_r(::getuid(), &pw, buf.data(), buf.size(), &found) == 0 && found && found->pw_dir)
     home = found->pw_dir;
   // Without a passwd home (a bare container uid), a per-uid directory beside the default socket's.
-  if (home.empty() || home == "/") return "/tmp/uexec-" + std::to_string(::getuid()) + "-daemons";
-  return home + "/.local/state/uexec/daemons";
+  cached = home.empty() || home == "/" ? "/tmp/uexec-" + std::to_string(::getuid()) + "-daemons"
+                                       : home + "/.local/state/uexec/daemons";
+  cached_uid = ::getuid();
+  return cached;
 }
 
 ControlRegistration& ControlRegistration::operator=(ControlRegistration&& o) noexcept {
@@ -135,27 +144,35 @@ Result<ControlRegistration> ControlRegistration::add(ControlPlane plane, std::st
   return reg;
 }
 
-std::vector<ControlPlane> live_control_planes(const std::string& dir_in) {
+std::vector<ControlPlane> live_control_planes(const std::string& dir_in, bool* overflow) {
+  if (overflow) *overflow = false;
   std::string dir = dir_in.empty() ? control_registry_dir() : dir_in;
   std::vector<ControlPlane> out;
   DIR* d = ::opendir(dir.c_str());
   if (!d) return out;
+  std::size_t seen = 0;
   while (dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
     if (name.size() < 6 || name.compare(name.size() - 5, 5, ".json") != 0) continue;
     std::string path = dir + "/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > 65536) continue;
+    if (++seen > kMaxControlPlanes) {
+      if (overflow) *overflow = true;
+      break;
+    }
     ControlPlane plane;
     if (!parse_entry(path, plane)) continue;
     // Alive and the same process (a reused pid has another start time), else stale. A pid
     // that exists but whose start time cannot be read (hidepid) counts as alive: hiding a
-    // dead daemon's paths costs nothing, unhiding a live one's would.
+    // dead daemon's paths costs nothing, unhiding a live one's would. Only a gone pid's entry
+    // is removed: one whose pid was reused may be replaced by a new daemon of that pid at
+    // any moment, and removing that one would unhide it.
     unsigned long long now = process_start_time(plane.pid);
     if (now != plane.start_time) {
       bool gone = ::kill(plane.pid, 0) != 0 && errno == ESRCH;
-      if (gone || now != 0) {
-        ::unlink(path.c_str());
-        continue;
-      }
+      if (gone) ::unlink(path.c_str());
+      if (gone || now != 0) continue;
     }
     out.push_back(std::move(plane));
   }

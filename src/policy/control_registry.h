@@ -13,15 +13,23 @@
 // whatever its environment. The directory is 0700 and ours (another user's, or a symlink,
 // is refused); an entry is `<pid>.json`, written to a temporary name and renamed, holding
 // the pid, the process's start time (so a reused pid is not mistaken for the daemon), the
-// socket, the token files (canonical paths) and the TCP ports. An entry whose process is gone is stale: the
-// reader removes it. The registry dir itself is hidden from every sandbox too, so a
-// sandboxed command cannot delete an entry to unhide a daemon from later sandboxes.
+// socket, the token files (canonical paths) and the TCP ports. An entry whose process is
+// gone is stale: the reader removes it (one whose pid now runs another process is skipped).
+// The registry itself is hidden from every sandbox too, so a sandboxed command cannot delete
+// an entry to unhide a daemon from later sandboxes.
 //
-// Daemons started after a sandbox are not hidden from it: masks are made at launch.
+// Without a passwd home it is /tmp/uexec-$UID-daemons.
+//
+// Daemons started after a sandbox are not hidden from it: masks are made at launch. The TCP
+// ports are recorded but not enforced: with the network off no sandbox can connect at all
+// (a network namespace, Landlock's TCP rules, seccomp), and with it on the port answers 401
+// without the hidden token. Landlock can only allow ports, and a ruleset allowing all 65534
+// others cost 1.2 s to build and 180-430 ms per landlock_restrict_self here.
 #pragma once
 
 #include <sys/types.h>
 
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -59,8 +67,11 @@ class ControlRegistration {
   std::string path_;
 };
 
-// Every live entry of `dir` (default: the registry), stale ones removed on the way. Never
-// fails: a missing registry has no entries; an unreadable or malformed entry is skipped.
-std::vector<ControlPlane> live_control_planes(const std::string& dir = {});
+// Every live entry of `dir` (default: the registry), stale ones removed on the way. A
+// missing registry has no entries; an unreadable, malformed or oversized (> 64 KiB) entry is
+// skipped. More than kMaxControlPlanes entries sets `*overflow` (when given): the caller
+// must then refuse rather than hide only some (entries could be planted to push one out).
+constexpr std::size_t kMaxControlPlanes = 256;
+std::vector<ControlPlane> live_control_planes(const std::string& dir = {}, bool* overflow = nullptr);
 
 }  // namespace uexec::policy

@@ -248,8 +248,8 @@ bool in_my_groups(gid_t gid) {
 // Every live daemon's control plane (control_registry.h): the directories (the registry, and
 // each socket's own 0700 directory unless it holds the workspace) and the files (tokens, and
 // sockets whose directory cannot be hidden whole). Canonical, existing paths only.
-void control_plane_paths(const ResolveInput& in, const ResolvedPolicy& r, std::vector<std::string>& dirs,
-                         std::vector<std::string>& files) {
+Result<void> control_plane_paths(const ResolveInput& in, const ResolvedPolicy& r, std::vector<std::string>& dirs,
+                                 std::vector<std::string>& files) {
   std::string registry = in.registry_dir.empty() ? control_registry_dir() : in.registry_dir;
   struct stat st {};
   if (::stat(registry.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) dirs.push_back(real(registry));
@@ -259,7 +259,12 @@ void control_plane_paths(const ResolveInput& in, const ResolvedPolicy& r, std::v
       if (path_within(w, d)) return true;
     return path_within(cwd, d);
   };
-  for (const auto& plane : live_control_planes(in.registry_dir)) {
+  bool overflow = false;
+  auto planes = live_control_planes(in.registry_dir, &overflow);
+  if (overflow)
+    return policy_error("ControlRegistryFull: " + registry + " holds more than " + std::to_string(kMaxControlPlanes) +
+                        " entries; refusing to hide only some daemons");
+  for (const auto& plane : planes) {
     if (!plane.socket.empty() && ::stat(plane.socket.c_str(), &st) == 0) {
       std::string sock = real(plane.socket);
       std::string dir = sock.substr(0, sock.rfind('/'));
@@ -274,6 +279,7 @@ void control_plane_paths(const ResolveInput& in, const ResolvedPolicy& r, std::v
     for (const auto& t : plane.token_files)
       if (::stat(t.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) files.push_back(real(t));
   }
+  return {};
 }
 
 std::uint64_t fingerprint(const ResolvedPolicy& r) {
@@ -528,7 +534,7 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
   if (!config_dir.empty() && exists(config_dir)) r.read_only.push_back(real(config_dir));
 
   std::vector<std::string> control_dirs, control_files;
-  control_plane_paths(in, r, control_dirs, control_files);
+  if (auto cp = control_plane_paths(in, r, control_dirs, control_files); !cp) return std::move(cp).error();
   r.control_plane = control_dirs;
   r.control_plane.insert(r.control_plane.end(), control_files.begin(), control_files.end());
   sort_unique(r.control_plane);
