@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <memory>
 
 #include "policy/linux_sandbox.h"
@@ -53,28 +55,50 @@ struct BwrapLaunch {
   std::shared_ptr<void> stubs;
 };
 
-// One empty mode-000 file per user, in a 0700 directory that every sandbox hides.
+// One empty mode-000 file per user, in uexec's 0700 control directory (which every sandbox
+// hides; $XDG_RUNTIME_DIR/uexec, else /tmp/uexec-$UID when that cannot be made). One left by
+// an earlier run is reused as it is: reopening a mode-000 file to write it is EACCES to
+// anyone but root. Anything else at the path (another size, mode or owner) is replaced.
 Result<std::string> mask_file(ResolvedPolicy& p) {
-  std::string dir = "/tmp/uexec-" + std::to_string(::getuid());
-  if (const char* rt = std::getenv("XDG_RUNTIME_DIR"); rt && *rt) dir = std::string(rt) + "/uexec";
-  if (::mkdir(dir.c_str(), 0700) < 0 && errno != EEXIST) return Error::sys("mkdir " + dir);
-  bool hidden = false;
-  for (const auto& h : p.hide_dirs) hidden = hidden || h == dir;
-  if (!hidden) p.hide_dirs.push_back(dir);  // made just now, after resolve() looked
-  std::string path = dir + "/mask-empty";
-  // Made once, mode 000 from the start: opening it again for writing would fail (EACCES) for
-  // any caller but root, so an existing one is checked instead of reopened.
-  int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd >= 0) {
-    ::fchmod(fd, 0);
-    ::close(fd);
-    return path;
+  std::vector<std::string> dirs;
+  if (const char* rt = std::getenv("XDG_RUNTIME_DIR"); rt && *rt) dirs.push_back(std::string(rt) + "/uexec");
+  dirs.push_back("/tmp/uexec-" + std::to_string(::getuid()));
+  std::string dir;
+  for (const auto& d : dirs) {
+    struct stat st {};
+    if ((::mkdir(d.c_str(), 0700) == 0 || errno == EEXIST) && ::lstat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode) &&
+        st.st_uid == ::geteuid() && (st.st_mode & 0077) == 0) {
+      dir = d;
+      break;
+    }
   }
-  if (errno != EEXIST) return Error::sys("create " + path);
+  if (dir.empty()) return Error::sys("mkdir " + dirs.back() + " (bwrap's mask file; not ours or not 0700?)", EACCES);
+  // Hidden, unless a hidden directory holds it already (a mount point inside a read-only
+  // mode-000 tmpfs could not be made), and nothing inside it is masked separately.
+  bool hidden = false;
+  for (const auto& h : p.hide_dirs) hidden = hidden || path_within(dir, h);
+  if (!hidden) {
+    p.hide_dirs.push_back(dir);  // made just now, after resolve() looked
+    for (auto* v : {&p.deny_files, &p.hide_files, &p.deny_dirs})
+      std::erase_if(*v, [&dir](const std::string& s) { return path_within(s, dir); });
+    std::erase_if(p.hide_dirs, [&dir](const std::string& s) { return s != dir && path_within(s, dir); });
+  }
+  std::string path = dir + "/mask-empty";
   struct stat st {};
-  if (::lstat(path.c_str(), &st) < 0) return Error::sys("lstat " + path);
-  if (!S_ISREG(st.st_mode) || st.st_size != 0 || st.st_uid != ::getuid() || (st.st_mode & 07777) != 0)
-    return Error{Errc::kPolicy, 0, "mask file " + path + " is not an empty mode-000 file of ours"};
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && st.st_size == 0 &&
+      (st.st_mode & 07777) == 0)
+    return path;
+  std::string tmp = path + "." + std::to_string(::getpid());
+  ::unlink(tmp.c_str());
+  int fd = ::open(tmp.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0) return Error::sys("create " + tmp);
+  ::fchmod(fd, 0);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(tmp.c_str());
+    return Error::sys("rename " + tmp + " to " + path, err);
+  }
   return path;
 }
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace uexec::policy {
 
@@ -177,6 +178,42 @@ struct Splitter {
 };
 
 
+// `rights` beneath `root` except beneath any of `hidden` (Landlock has no deny rule): a root
+// that holds a hidden path gets only ReadDir (its names stay listable, nothing below it is
+// readable through this rule) and each of its entries is granted in turn, recursively, down
+// to the hidden paths, which get nothing. Symlinks are skipped (a rule follows its target;
+// what they point at is granted where it lies). Entries made after the launch in such a
+// directory are listable but unreadable. `budget` bounds the rules over the whole walk.
+Result<void> add_except(const LandlockRuleset& rs, const std::string& root, std::uint64_t rights,
+                        const std::vector<std::string>& hidden, std::size_t& budget) {
+  bool holds = false;
+  for (const auto& h : hidden) {
+    if (path_within(root, h)) return {};  // hidden itself
+    holds = holds || path_within(h, root);
+  }
+  if (!holds) return add(rs, root, rights);
+  if (auto r = add(rs, root, rights & kReadDir); !r) return r;
+  DIR* d = ::opendir(root.c_str());
+  if (!d) return Error::sys("opendir " + root);
+  Result<void> res;
+  while (dirent* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = (root == "/" ? "" : root) + "/" + name;
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
+    if (budget == 0) {
+      res = Error{Errc::kPolicy, 0, "PolicyNotExpressible: hiding uexec's control plane from the Landlock-only "
+                                    "backend needs more than 4096 rules (below " + root + ")"};
+      break;
+    }
+    --budget;
+    if (res = add_except(rs, path, rights, hidden, budget); !res) break;
+  }
+  ::closedir(d);
+  return res;
+}
+
 }  // namespace
 
 int landlock_abi() noexcept {
@@ -213,7 +250,34 @@ Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view
 
 #define TRY(expr)                                 \
   if (auto r_ = (expr); !r_) return std::move(r_).error()
-  TRY(add(rs, "/", policy.full_write ? all : read_rights()));
+  if (view) {
+    TRY(add(rs, "/", policy.full_write ? all : read_rights()));
+  } else {
+    // No mount masks here: the daemons' control plane (tokens, socket dirs, the registry) is
+    // kept out of the read grant instead. One beneath a writable root cannot be: a token
+    // there is refused when the network is on (it would open the daemon's WebSocket); with
+    // it off no TCP connect is possible at all (ABI 4's rule, or seccomp below it), and it
+    // stays readable, like the registry and socket directories there.
+    std::vector<std::string> hidden;
+    for (const auto& c : policy.control_plane) {
+      std::string in_root;
+      for (const auto& w : policy.writable)
+        if (path_within(c, w)) in_root = w;
+      if (policy.full_write) in_root = "/";
+      struct stat st {};
+      if (in_root.empty()) {
+        hidden.push_back(c);
+      } else if (policy.network && ::stat(c.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+        // A token (the registry holds no secret, and no Unix socket is reachable here).
+        return Error{Errc::kPolicy, 0, "PolicyNotExpressible: " + c + " (a uexec daemon's control plane) lies beneath "
+                                       "the writable root " + in_root + ", which the Landlock-only backend cannot hide "
+                                       "it in with the network on; give the daemon --socket and --token-file elsewhere, "
+                                       "or use the namespaces or bwrap backend"};
+      }
+    }
+    std::size_t budget = kMaxSiblings;
+    TRY(add_except(rs, "/", policy.full_write ? all : read_rights(), hidden, budget));
+  }
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"})
     TRY(add(rs, dev, dev_rights(abi)));
   if (!view) {

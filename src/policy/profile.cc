@@ -5,6 +5,7 @@
 #include <fnmatch.h>
 #include <limits.h>
 #include <sys/inotify.h>
+#include <grp.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <sstream>
 
 #include "base/unique_fd.h"
+#include "policy/control_registry.h"
 
 namespace uexec::policy {
 
@@ -379,6 +381,52 @@ void sweep_sockets(const PermissionProfile& p, ResolvedPolicy& r) {
   }
 }
 
+bool in_my_groups(gid_t gid) {
+  if (gid == ::getegid()) return true;
+  gid_t groups[256];
+  int n = ::getgroups(256, groups);
+  for (int i = 0; i < n; ++i)
+    if (groups[i] == gid) return true;
+  return false;
+}
+
+// Every live daemon's control plane (control_registry.h): the directories (the registry, and
+// each socket's own 0700 directory unless it holds the workspace) and the files (tokens, and
+// sockets whose directory cannot be hidden whole). Canonical, existing paths only.
+Result<void> control_plane_paths(const ResolveInput& in, const ResolvedPolicy& r, std::vector<std::string>& dirs,
+                                 std::vector<std::string>& files) {
+  std::string registry = in.registry_dir.empty() ? control_registry_dir() : in.registry_dir;
+  struct stat st {};
+  if (::stat(registry.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) dirs.push_back(real(registry));
+  const std::string cwd = real(in.cwd);
+  auto holds_workspace = [&](const std::string& d) {
+    for (const auto& w : r.writable)
+      if (path_within(w, d)) return true;
+    return path_within(cwd, d);
+  };
+  bool overflow = false;
+  auto planes = live_control_planes(in.registry_dir, &overflow);
+  if (overflow)
+    return policy_error("ControlRegistryFull: " + registry + " holds more than " + std::to_string(kMaxControlPlanes) +
+                        " entries; refusing to hide only some daemons");
+  for (const auto& plane : planes) {
+    if (!plane.socket.empty() && ::stat(plane.socket.c_str(), &st) == 0) {
+      std::string sock = real(plane.socket);
+      std::string dir = sock.substr(0, sock.rfind('/'));
+      struct stat ds {};
+      // A daemon's socket directory is its own and 0700 (unix_server.cc); a shared one (/tmp)
+      // or one that holds the workspace keeps its other entries: then only the socket goes.
+      bool own_dir = !dir.empty() && ::stat(dir.c_str(), &ds) == 0 && ds.st_uid == ::geteuid() &&
+                     (ds.st_mode & 0077) == 0;
+      if (own_dir && !holds_workspace(dir)) dirs.push_back(dir);
+      else files.push_back(sock);
+    }
+    for (const auto& t : plane.token_files)
+      if (::stat(t.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) files.push_back(real(t));
+  }
+  return {};
+}
+
 std::uint64_t fingerprint(const ResolvedPolicy& r) {
   std::uint64_t h = 1469598103934665603ULL;
   auto mix = [&h](std::string_view s) {
@@ -386,7 +434,7 @@ std::uint64_t fingerprint(const ResolvedPolicy& r) {
     h = (h ^ 0xff) * 1099511628211ULL;
   };
   for (const auto* v : {&r.writable, &r.read_only, &r.stubs, &r.pins, &r.deny_files, &r.deny_dirs,
-                        &r.hide_dirs, &r.hide_files}) {
+                        &r.hide_dirs, &r.hide_files, &r.control_plane}) {
     for (const auto& s : *v) mix(s);
     mix("|");
   }
@@ -467,6 +515,26 @@ std::vector<std::string> ssh_agent_dirs(const char* tmp) {
   ::closedir(d);
   if (w.fd) w.dirs = dirs;
   return dirs;
+}
+
+bool reachable_without_privilege(const std::string& path) {
+  const uid_t me = ::geteuid();
+  std::string dir;
+  auto parts = path_components(path);
+  for (std::size_t i = 0; i + 1 <= parts.size(); ++i) {
+    // Search permission on every directory above `path`: "/", then "/a", … (not `path` itself).
+    std::string at = dir.empty() ? "/" : dir;
+    struct stat st {};
+    if (::stat(at.c_str(), &st) != 0) return true;  // cannot tell: keep the mask
+    if (st.st_uid != me) {  // our own directory we could chmod: searchable
+      char acl[8];
+      bool has_acl = ::getxattr(at.c_str(), "system.posix_acl_access", acl, sizeof acl) >= 0 || errno == ERANGE;
+      mode_t bit = in_my_groups(st.st_gid) ? S_IXGRP : S_IXOTH;
+      if (!has_acl && !(st.st_mode & bit)) return false;
+    }
+    dir += "/" + std::string(parts[i]);
+  }
+  return true;
 }
 
 Result<std::string> canonical_root(const std::string& path, const std::string& base) {
@@ -624,6 +692,11 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
   std::string config_dir = !xdg_config.empty() ? xdg_config + "/uexec" : (home.empty() ? "" : home + "/.config/uexec");
   if (!config_dir.empty() && exists(config_dir)) r.read_only.push_back(real(config_dir));
 
+  std::vector<std::string> control_dirs, control_files;
+  if (auto cp = control_plane_paths(in, r, control_dirs, control_files); !cp) return std::move(cp).error();
+  r.control_plane = control_dirs;
+  r.control_plane.insert(r.control_plane.end(), control_files.begin(), control_files.end());
+  sort_unique(r.control_plane);
   if (in.masks) {
     std::string runtime = own_env("XDG_RUNTIME_DIR");
     std::string control = !in.control_dir.empty() ? in.control_dir
@@ -643,6 +716,7 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
       for (const auto& a : p.allow_unix_sockets) allowed = allowed || path_within(a, c);
       if (!allowed || c == real(control) || c == real(state)) r.hide_dirs.push_back(c);
     }
+    r.hide_dirs.insert(r.hide_dirs.end(), control_dirs.begin(), control_dirs.end());
     sort_unique(r.hide_dirs);
     // A directory inside a hidden one is hidden with it (and could not be masked again).
     for (std::size_t i = 1; i < r.hide_dirs.size();) {
@@ -667,6 +741,13 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
       if (!skip) r.hide_files.push_back(c);
     }
     sweep_sockets(p, r);
+    // A daemon's socket or token is hidden even inside a writable root (the sweep keeps those).
+    r.hide_files.insert(r.hide_files.end(), control_files.begin(), control_files.end());
+    std::erase_if(r.hide_files, [&r](const std::string& f) {
+      for (const auto& h : r.hide_dirs)
+        if (path_within(f, h)) return true;
+      return false;
+    });
   }
 
   // Deny-read: globs expanded now (a launch-time snapshot), plain paths kept when present.
@@ -706,6 +787,10 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
     for (auto* v : {&r.deny_files, &r.deny_dirs, &r.hide_dirs, &r.hide_files})
       std::erase_if(*v, [](const std::string& s) { return path_within(s, "/tmp"); });
   }
+  // A mask nobody here could reach protects nothing, and the mount backends could not place
+  // it (another user's socket in their 0700 directory: EACCES even to pid 1 of the view).
+  for (auto* v : {&r.deny_files, &r.deny_dirs, &r.hide_dirs, &r.hide_files})
+    std::erase_if(*v, [](const std::string& s) { return !reachable_without_privilege(s); });
   for (auto* v : {&r.read_only, &r.stubs, &r.deny_files, &r.deny_dirs, &r.hide_files}) sort_unique(*v);
   // A stub inside a carve-out is read-only already (and could not be made there).
   std::erase_if(r.stubs, [&r](const std::string& s) {

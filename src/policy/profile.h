@@ -23,7 +23,13 @@
 //     protected tree (a rename-and-replace of `modules/` above a gitdir otherwise would not);
 //   - deny-read globs are expanded at launch (bounded scan), into files and directories;
 //   - uexec's own control and state directories, $XDG_RUNTIME_DIR and every listening
-//     pathname socket outside the writable roots are hidden (docs/sandbox.md §3.5).
+//     pathname socket outside the writable roots are hidden (docs/sandbox.md §3.5);
+//   - so is the control plane of every live uexec daemon of this user, wherever it lives
+//     (control_registry.h): its socket (and the socket's directory), its token files, and
+//     the registry itself; `control_plane` lists them for a backend that cannot mask;
+//   - a mask whose target no process of this uid without capabilities could reach (a
+//     directory of another user on the way denies search) is dropped: it protects nothing
+//     and the mount backends could not place it.
 // Pure policy: reads the file system, never changes it, knows no backend.
 #pragma once
 
@@ -76,6 +82,7 @@ struct ResolvedPolicy {
   std::vector<std::string> deny_dirs;
   std::vector<std::string> hide_dirs;    // masked by an empty, mode-000 directory
   std::vector<std::string> hide_files;   // sockets masked by an empty, mode-000 file
+  std::vector<std::string> control_plane; // live daemons' token files, socket dirs and the registry
   bool private_tmp = false;              // a fresh tmpfs on /tmp
   bool network = false;
   bool socket_sweep_truncated = false;   // more than 256 host sockets: the rest stay visible
@@ -90,10 +97,16 @@ struct ResolveInput {
   std::vector<std::string> env;          // the request's env ("NAME=value"): HOME, TMPDIR, …
   std::string control_dir;               // the daemon's socket dir; empty: the default
   bool masks = true;                     // hidden sockets and dirs (a backend that cannot mask skips them)
+  std::string registry_dir;              // the daemons' registry; empty: control_registry_dir()
 };
 
 [[nodiscard]] base::Result<ResolvedPolicy> resolve(const PermissionProfile& profile,
                                                    const ResolveInput& in);
+
+// Could a process of this uid and groups, with no capabilities, look up `path`? False only
+// when a directory on the way is another user's and denies search to us by its mode bits
+// (one with an ACL counts as searchable). Used to drop masks that protect nothing.
+bool reachable_without_privilege(const std::string& path);
 
 // Canonical form of `path` (absolute, or relative to `base`): kPolicy "SymlinkedRoot …" when a
 // component is a symlink that is not a root-owned system alias, "MissingRoot …" when absent.

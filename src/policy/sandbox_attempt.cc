@@ -116,7 +116,9 @@ Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) const {
   // What :cwd and relative entries mean: the operator's workspace when the front door says so
   // (a model's `workdir` must not choose the writable root), else the process's cwd.
   std::string policy_cwd = req.sandbox_policy_cwd.empty() ? cwd : req.sandbox_policy_cwd;
-  ResolveInput in{policy_cwd, spec.env, {}};
+  ResolveInput in;
+  in.cwd = policy_cwd;
+  in.env = spec.env;
   in.masks = kind_ != SandboxKind::kLinuxLandlock;  // it cannot mount masks
   auto policy = resolve(*profile_, in);
   if (!policy) return std::move(policy).error();

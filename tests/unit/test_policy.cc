@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 
 #include "helpers/golden.h"
 #include "policy/bwrap.h"
+#include "policy/control_registry.h"
 #include "policy/denial.h"
 #include "policy/profile.h"
 #include "policy/sandbox_attempt.h"
@@ -273,7 +275,7 @@ TEST_CASE("resolve: carve-outs, stubs, gitdir files, deny-read globs") {
   auto p = PermissionProfile::for_mode(SandboxMode::kWorkspaceWrite);
   p.writable_roots = {s / "wt"};
   p.deny_read = {"**/*.env"};
-  auto r = resolve(p, ResolveInput{s / "ws", {"HOME=/nonexistent"}, {}});
+  auto r = resolve(p, ResolveInput{s / "ws", {"HOME=/nonexistent"}, {}, true, {}});
   REQUIRE(r);
   auto has = [](const std::vector<std::string>& v, const std::string& x) {
     return std::find(v.begin(), v.end(), x) != v.end();
@@ -296,12 +298,12 @@ TEST_CASE("resolve: carve-outs, stubs, gitdir files, deny-read globs") {
 
   SUBCASE("a protected name that is a symlink is refused") {
     fs::create_directory_symlink(s / "ws/sub", s / "ws/.codex");
-    auto bad = resolve(p, ResolveInput{s / "ws", {}, {}});
+    auto bad = resolve(p, ResolveInput{s / "ws", {}, {}, true, {}});
     REQUIRE_FALSE(bad);
     CHECK(bad.error().context.find("SymlinkedCarveOut") == 0);
   }
   SUBCASE("read-only mode has no writable roots and no /tmp") {
-    auto ro = resolve(PermissionProfile::for_mode(SandboxMode::kReadOnly), ResolveInput{s / "ws", {}, {}});
+    auto ro = resolve(PermissionProfile::for_mode(SandboxMode::kReadOnly), ResolveInput{s / "ws", {}, {}, true, {}});
     REQUIRE(ro);
     CHECK(ro->writable.empty());
     CHECK(ro->stubs.empty());
@@ -311,7 +313,7 @@ TEST_CASE("resolve: carve-outs, stubs, gitdir files, deny-read globs") {
     CHECK(full.unrestricted());
     full.deny_read = {"*.env"};
     CHECK_FALSE(full.unrestricted());
-    auto fr = resolve(full, ResolveInput{s / "ws", {}, {}});
+    auto fr = resolve(full, ResolveInput{s / "ws", {}, {}, true, {}});
     REQUIRE(fr);
     CHECK(fr->full_write);
     CHECK(has(fr->deny_files, s / "ws/secret.env"));
@@ -461,4 +463,99 @@ TEST_CASE("bwrap argv goldens") {
     p.hide_files = {"/run/dbus/system_bus_socket", "/run/docker.sock"};
     check_golden("../policy/golden/bwrap/hidden-sockets.argv", lines(bwrap_argv(p, golden_input())));
   }
+}
+
+TEST_CASE("control registry: an entry lives as long as its registration; stale ones are dropped") {
+  Scratch s;
+  std::string reg = (s.root / "reg").string();
+  fs::create_directories(s.root / "ctl");
+  fs::permissions(s.root / "ctl", fs::perms::owner_all);
+  std::string sock = (s.root / "ctl" / "d.sock").string();
+  std::ofstream(sock) << "";
+  std::string token = (s.root / "tok").string();
+  std::ofstream(token) << "t\n";
+  {
+    ControlPlane plane;
+    plane.socket = sock;
+    plane.token_files = {token};
+    plane.tcp_ports = {8022};
+    auto r = ControlRegistration::add(plane, reg);
+    REQUIRE(r.has_value());
+    CHECK((fs::status(reg).permissions() & fs::perms::all) == fs::perms::owner_all);
+    auto live = live_control_planes(reg);
+    REQUIRE(live.size() == 1);
+    CHECK(live[0].pid == ::getpid());
+    CHECK(live[0].socket == sock);
+    CHECK(live[0].token_files == std::vector<std::string>{token});
+    CHECK(live[0].tcp_ports == std::vector<int>{8022});
+  }
+  CHECK(live_control_planes(reg).empty());  // the registration went: so did its entry
+  CHECK(fs::is_empty(reg));
+
+  // A dead daemon's entry (removed), and one whose pid lives on with another start time.
+  pid_t child = ::fork();
+  if (child == 0) _exit(0);
+  ::waitpid(child, nullptr, 0);
+  std::ofstream(reg + "/" + std::to_string(child) + ".json") << "{\"pid\":" << child << ",\"start_time\":5}";
+  std::ofstream(reg + "/" + std::to_string(::getpid()) + ".json") << "{\"pid\":" << ::getpid() << ",\"start_time\":1}";
+  std::ofstream(reg + "/junk.json") << "not json";
+  CHECK(live_control_planes(reg).empty());
+  CHECK(!fs::exists(reg + "/" + std::to_string(child) + ".json"));
+  CHECK(fs::exists(reg + "/" + std::to_string(::getpid()) + ".json"));  // skipped, left for its pid
+}
+
+TEST_CASE("resolve hides every registered control plane, even inside a writable root") {
+  Scratch s;
+  std::string reg = (s.root / "reg").string();
+  fs::create_directories(s.root / "ws" / "ctl");
+  fs::create_directories(s.root / "other");
+  fs::permissions(s.root / "other", fs::perms::owner_all);
+  std::string ws_sock = (s.root / "ws" / "ctl" / "a.sock").string();  // in the workspace
+  std::string other_sock = (s.root / "other" / "b.sock").string();     // its own 0700 dir
+  std::string ws_token = (s.root / "ws" / "tok").string();
+  for (const auto& f : {ws_sock, other_sock, ws_token}) std::ofstream(f) << "";
+  ControlPlane a, b;
+  a.socket = ws_sock;
+  a.token_files = {ws_token};
+  b.socket = other_sock;
+  auto ra = ControlRegistration::add(a, reg + "/a");
+  REQUIRE(ra.has_value());
+  auto rb = ControlRegistration::add(b, reg + "/b");  // two registries: one entry per pid each
+  REQUIRE(rb.has_value());
+  for (const char* sub : {"/a", "/b"}) {
+    ResolveInput in;
+    in.cwd = (s.root / "ws").string();
+    in.registry_dir = reg + sub;
+    auto r = resolve(PermissionProfile::for_mode(SandboxMode::kWorkspaceWrite), in);
+    REQUIRE(r.has_value());
+    auto has = [](const std::vector<std::string>& v, const std::string& x) {
+      return std::find(v.begin(), v.end(), x) != v.end();
+    };
+    CHECK(has(r->hide_dirs, reg + sub));
+    CHECK(has(r->control_plane, reg + sub));
+    if (std::string(sub) == "/a") {
+      CHECK(has(r->hide_files, ws_sock));   // the socket's dir is not 0700: the socket alone
+      CHECK(has(r->hide_files, ws_token));  // a token inside the writable root
+      CHECK(has(r->control_plane, ws_token));
+    } else {
+      CHECK(has(r->hide_dirs, (s.root / "other").string()));
+      CHECK(!has(r->hide_files, other_sock));  // inside a hidden directory already
+    }
+  }
+}
+
+TEST_CASE("reachable_without_privilege: another user's 0700 directory on the way") {
+  if (::geteuid() != 0) return;  // needs a directory of another user
+  Scratch s;
+  fs::create_directories(s.root / "theirs" / "deeper");
+  REQUIRE(::chown((s.root / "theirs").c_str(), 65534, 65534) == 0);
+  fs::permissions(s.root / "theirs", fs::perms::owner_all);
+  CHECK(reachable_without_privilege((s.root / "theirs").string()));  // the entry itself: yes
+  CHECK(!reachable_without_privilege((s.root / "theirs" / "deeper" / "t.sock").string()));
+  fs::permissions(s.root / "theirs", fs::perms::owner_all | fs::perms::others_exec);
+  CHECK(reachable_without_privilege((s.root / "theirs" / "deeper" / "t.sock").string()));
+  REQUIRE(::chown((s.root / "theirs").c_str(), 0, 0) == 0);
+  fs::permissions(s.root / "theirs", fs::perms::none);  // ours: we could chmod it back
+  CHECK(reachable_without_privilege((s.root / "theirs" / "deeper" / "t.sock").string()));
+  fs::permissions(s.root / "theirs", fs::perms::owner_all);
 }

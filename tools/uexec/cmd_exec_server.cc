@@ -23,6 +23,7 @@
 #include "agent/exec_service.h"
 #include "loop/loop.h"
 #include "loop/signal_watcher.h"
+#include "policy/control_registry.h"
 #include "rpc/exec_server.h"
 #include "rpc/line_channel.h"
 #include "session/process_manager.h"
@@ -134,6 +135,14 @@ int cmd_exec_server(const std::vector<std::string>& args) {
       std::fprintf(stderr, "uexec exec-server: %s\n", r.error().message().c_str());
       return kExitInternal;
     }
+    // Hidden from every sandbox of this user, whoever starts it (policy/control_registry.h).
+    policy::ControlPlane plane;
+    if (!ws_flags.token_file.empty()) plane.token_files.push_back(ws_flags.token_file);
+    plane.tcp_ports.push_back(wss.port());
+    auto registration = policy::ControlRegistration::add(plane);
+    if (!registration)
+      std::fprintf(stderr, "uexec exec-server: warning: other uexec processes' sandboxes will not hide this listener: %s\n",
+                   registration.error().message().c_str());
     // Codex prints its URL on stdout; so do we, for clients that read it.
     bool v6 = wo.host.find(':') != std::string::npos;
     std::printf("ws://%s%s%s:%d\n", v6 ? "[" : "", wo.host.c_str(), v6 ? "]" : "", wss.port());

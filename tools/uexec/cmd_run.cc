@@ -30,6 +30,7 @@
 #include "loop/signal_watcher.h"
 #include "loop/timer.h"
 #include "loop/uv_handle.h"
+#include "policy/control_registry.h"
 #include "policy/linux_sandbox.h"
 #include "policy/orchestrator.h"
 #include "policy/sandbox_attempt.h"
@@ -421,6 +422,9 @@ int print_check() {
   std::printf("uexec-init:      %s\n", h.init ? "loaded" : h.init_detail.c_str());
   std::printf("bwrap:           %s\n", h.bwrap.empty() ? "not installed" : (h.bwrap + " " + h.bwrap_version).c_str());
   std::printf("auto backend:    %s\n", h.userns && h.init ? "namespaces" : h.landlock_abi >= 2 ? "landlock" : "none (refuses)");
+  std::printf("control planes:  %zu live uexec daemon(s) of this user, hidden from every sandbox (%s; with the "
+              "network on their WebSocket ports stay reachable and answer 401)\n",
+              policy::live_control_planes().size(), policy::control_registry_dir().c_str());
   return 0;
 }
 

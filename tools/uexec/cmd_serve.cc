@@ -21,6 +21,7 @@
 #include "base/log.h"
 #include "loop/loop.h"
 #include "loop/signal_watcher.h"
+#include "policy/control_registry.h"
 #include "rpc/exec_server.h"
 #include "rpc/unix_server.h"
 #include "session/process_manager.h"
@@ -122,6 +123,18 @@ int cmd_serve(const std::vector<std::string>& args) {
     return kExitInternal;
   }
   std::fprintf(stderr, "uexec serve: listening on unix:%s (pid %d)\n", socket_path.c_str(), ::getpid());
+  // Every sandbox of this user, whoever starts it, hides what is registered here.
+  policy::ControlPlane plane;
+  plane.socket = socket_path;
+  policy::ControlRegistration registration;
+  bool enrolled = false;
+  auto enroll = [&] {  // before the listeners are announced: a client's first sandbox sees it
+    enrolled = true;
+    auto r = policy::ControlRegistration::add(plane);
+    if (r) registration = std::move(*r);
+    else std::fprintf(stderr, "uexec serve: warning: other uexec processes' sandboxes will not hide this daemon: %s\n",
+                      r.error().message().c_str());
+  };
 #if UEXEC_HAVE_LWS
   std::unique_ptr<web::WsServer> ws_server;
   if (!ws.empty()) {
@@ -150,6 +163,9 @@ int cmd_serve(const std::vector<std::string>& args) {
       std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
       return kExitInternal;
     }
+    plane.token_files.push_back(token_path);
+    plane.tcp_ports.push_back(ws_server->port());
+    enroll();
     std::string shown = wo.host.find(':') != std::string::npos ? "[" + wo.host + "]" : wo.host;
     std::fprintf(stderr, "uexec serve: listening on ws://%s:%d/ (token in %s)\n", shown.c_str(), ws_server->port(),
                  token_path.c_str());
@@ -159,6 +175,7 @@ int cmd_serve(const std::vector<std::string>& args) {
                    wo.token.c_str());
   }
 #endif
+  if (!enrolled) enroll();
 
   bool stopping = false;
   auto stop = [&] {
