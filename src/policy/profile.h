@@ -10,7 +10,11 @@
 //     writable root are read-only: existing ones as carve-outs, missing ones as stubs that
 //     the backend makes read-only so they cannot be created; a `.git` file's gitdir target
 //     (and its commondir) too; a protected name that is a symlink is refused;
-//   - deny-read globs are expanded at launch (bounded scan), into files and directories;
+//   - deny-read globs are expanded at launch, into files and directories: at any depth,
+//     through symlinked directories (the real path is masked), with every other name of a
+//     hard-linked match under the writable roots and the cwd; a walk over its entry budget,
+//     or a hard link named elsewhere, refuses the policy (deny_read_index_unavailable,
+//     deny_read_hard_link) rather than leave a match unmasked;
 //   - uexec's own control and state directories, $XDG_RUNTIME_DIR and every listening
 //     pathname socket outside the writable roots are hidden (sandbox.md §3.5).
 // Pure policy: reads the file system, never changes it, knows no backend.
@@ -43,7 +47,6 @@ struct PermissionProfile {
   std::vector<std::string> allow_unix_sockets;     // never hidden
   std::vector<std::string> read_only_paths;        // extra carve-outs (Codex clients send their own)
   bool cwd_writable = true;                        // workspace-write: :cwd is a writable root
-  int glob_scan_max_depth = 16;
 
   static PermissionProfile for_mode(SandboxMode mode);
   bool has_deny_entries() const noexcept { return !deny_read.empty(); }

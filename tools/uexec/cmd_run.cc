@@ -247,6 +247,7 @@ class Runner {
     watch_stdin();
     if (!session_->finished()) loop_.run();
     const auto& v = session_->verdict();
+    if (const auto& by = session_->ended_by()) std::fprintf(stderr, "uexec: the session was ended: %s\n", by->message.c_str());
     if (log_denials && v) {
       // Every record the sandbox itself made (also when the command coped and exited 0).
       if (const auto* log = session_->denial_log())
@@ -421,6 +422,9 @@ int print_check() {
   std::printf("uexec-init:      %s\n", h.init ? "loaded" : h.init_detail.c_str());
   std::printf("bwrap:           %s\n", h.bwrap.empty() ? "not installed" : (h.bwrap + " " + h.bwrap_version).c_str());
   std::printf("auto backend:    %s\n", h.userns && h.init ? "namespaces" : h.landlock_abi >= 2 ? "landlock" : "none (refuses)");
+  std::printf("deny-read:       at launch exact, or refused (namespaces, bwrap; landlock refuses deny-read);\n"
+              "                 files that appear later: namespaces only, best effort (readable until the mask\n"
+              "                 lands; still open then: the session is ended)\n");
   return 0;
 }
 
