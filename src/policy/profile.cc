@@ -251,12 +251,15 @@ void scan(DenyScan& s, const std::string& logical, const std::string& real_dir, 
     }
     struct stat st {};
     if (::lstat(rpath.c_str(), &st) != 0) continue;
+    bool accepts = nfa_accepts(pat, next);
     if (S_ISLNK(st.st_mode)) {
-      // What the command reads through the link: its target, under the link's name.
+      // What the command reads through the link: its target, under the link's name (resolved
+      // only when it is masked or walked: most links are neither).
       if (::stat(rpath.c_str(), &st) != 0) continue;  // dangling: nothing to read now
+      if (!accepts && !(S_ISDIR(st.st_mode) && nfa_alive(pat, next))) continue;
       rpath = real(rpath);
     }
-    if (nfa_accepts(pat, next)) {
+    if (accepts) {
       (S_ISDIR(st.st_mode) ? s.out->deny_dirs : s.out->deny_files).push_back(rpath);
       if (s.linked) note_linked(*s.linked, rpath, st);
       if (S_ISDIR(st.st_mode)) continue;  // a masked directory hides everything below it
