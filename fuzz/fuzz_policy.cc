@@ -223,7 +223,6 @@ void fuzz_sandbox(std::string_view raw) {
   // resolve(): only against the fixture, and only when no glob could walk the host.
   if (pcwd != cwd || !deny_scans_confined(p, cwd, home)) return;
   policy::PermissionProfile q = p;
-  q.glob_scan_max_depth = std::min(q.glob_scan_max_depth, 6);
   policy::ResolveInput in{cwd, {"HOME=" + home, "TMPDIR=" + g_fixture + "/tmp"}, g_fixture + "/ctl", false};
   auto res = policy::resolve(q, in);
   if (!res) {

@@ -12,9 +12,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <mutex>
+#include <map>
 #include <optional>
+#include <set>
+#include <tuple>
 #include <sstream>
 
 #include "base/unique_fd.h"
@@ -139,32 +143,225 @@ bool match_parts(const std::vector<std::string_view>& pat, const std::vector<std
   return next[0] != 0;
 }
 
+void sort_unique(std::vector<std::string>& v) {
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+}
+
+// The deny-read index at launch (docs/sandbox.md §3.6). Each glob is walked from its static
+// prefix as an NFA over path components: a state is the set of pattern positions that the
+// components so far can have reached, so an entry whose state is empty is never even
+// stat'ed, and a directory is walked at most once per (device, inode, state), which is what
+// makes following symlinked directories end (a link back to an ancestor arrives in a state
+// already seen). No depth bound: the walk is bounded by kMaxScanEntries, past which the policy
+// is refused, and by PATH_MAX, past which it is refused too (the kernel could not mount a
+// mask there either). Matching uses the path as the command would name it (through the
+// symlinks), the mask goes on the real path (the mount backends place masks without
+// following symlinks). Hard-linked files are noted for the second pass (LinkedFiles).
+using NfaState = std::vector<std::size_t>;  // sorted pattern positions
+
+// Adds `pi` and, while it sits on a `**` (which may match no component), the positions after it.
+void nfa_close(const std::vector<std::string_view>& pat, std::size_t pi, NfaState& out) {
+  for (;; ++pi) {
+    if (std::find(out.begin(), out.end(), pi) == out.end()) out.push_back(pi);
+    if (pi >= pat.size() || pat[pi] != "**") break;
+  }
+}
+
+NfaState nfa_start(const std::vector<std::string_view>& pat) {
+  NfaState s;
+  nfa_close(pat, 0, s);
+  std::sort(s.begin(), s.end());
+  return s;
+}
+
+// The state after one more path component `name`.
+NfaState nfa_step(const std::vector<std::string_view>& pat, const NfaState& from, const std::string& name) {
+  NfaState next;
+  std::string p;
+  for (std::size_t pi : from) {
+    if (pi >= pat.size()) continue;
+    if (pat[pi] == "**") {
+      nfa_close(pat, pi, next);  // `**` takes the component and may take more
+      continue;
+    }
+    p.assign(pat[pi]);
+    if (::fnmatch(p.c_str(), name.c_str(), 0) == 0) nfa_close(pat, pi + 1, next);
+  }
+  std::sort(next.begin(), next.end());
+  return next;
+}
+
+bool nfa_accepts(const std::vector<std::string_view>& pat, const NfaState& s) {
+  return !s.empty() && s.back() == pat.size();
+}
+bool nfa_alive(const std::vector<std::string_view>& pat, const NfaState& s) {
+  return !s.empty() && s.front() < pat.size();
+}
+
+// Regular files among the deny-read matches that have more than one name (st_nlink > 1),
+// by (device, inode), with the names found so far.
+struct LinkedFile {
+  nlink_t nlink = 0;
+  std::set<std::string> names;
+};
+using LinkedFiles = std::map<std::pair<dev_t, ino_t>, LinkedFile>;
+
 struct DenyScan {
-  const std::string* pattern;
+  const std::vector<std::string_view>* pat;
   std::size_t entries = 0;
-  int max_depth = 16;
   ResolvedPolicy* out;
+  LinkedFiles* linked;
+  std::set<std::tuple<dev_t, ino_t, NfaState>> seen;
+  std::string error;  // set: the index is incomplete, refuse the policy
 };
 
-void scan(DenyScan& s, const std::string& dir, int depth, const std::vector<std::string_view>& pat) {
-  if (depth > s.max_depth || s.entries > kMaxScanEntries) return;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return;
+void note_linked(LinkedFiles& linked, const std::string& path, const struct stat& st) {
+  if (!S_ISREG(st.st_mode) || st.st_nlink <= 1) return;
+  auto& l = linked[{st.st_dev, st.st_ino}];
+  l.nlink = st.st_nlink;
+  l.names.insert(path);
+}
+
+// Can the directory that opendir refused be opened up by the command? Its owner can chmod
+// it inside the sandbox (the writable roots are the same inodes); anyone else's stays shut.
+bool listable_later(const std::string& dir) {
+  struct stat st {};
+  return ::stat(dir.c_str(), &st) == 0 && st.st_uid == ::geteuid();
+}
+
+void scan(DenyScan& s, const std::string& logical, const std::string& real_dir, const NfaState& state) {
+  if (!s.error.empty() || s.entries > kMaxScanEntries) return;
+  struct stat dst {};
+  if (::stat(real_dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) return;
+  if (!s.seen.emplace(dst.st_dev, dst.st_ino, state).second) return;  // walked in this state already
+  DIR* d = ::opendir(real_dir.c_str());
+  if (!d) {
+    if (errno == ENOENT || errno == ENOTDIR) return;  // gone meanwhile
+    if (errno == EACCES && !listable_later(real_dir)) return;
+    s.error = "cannot list " + real_dir + ": " + std::strerror(errno);
+    return;
+  }
+  const auto& pat = *s.pat;
+  std::vector<std::tuple<std::string, std::string, NfaState>> dirs;  // (logical, real, state): after closedir
   while (dirent* e = ::readdir(d)) {
-    std::string_view name = e->d_name;
+    std::string name = e->d_name;
     if (name == "." || name == "..") continue;
     if (++s.entries > kMaxScanEntries) break;
-    std::string path = dir == "/" ? "/" + std::string(name) : dir + "/" + std::string(name);
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0) continue;
-    auto parts = path_components(path);
-    if (match_parts(pat, parts)) {
-      (S_ISDIR(st.st_mode) ? s.out->deny_dirs : s.out->deny_files).push_back(path);
-      continue;  // a masked directory hides everything below it
+    NfaState next = nfa_step(pat, state, name);
+    if (next.empty()) continue;  // nothing below or at this name can match
+    std::string lpath = logical == "/" ? "/" + name : logical + "/" + name;
+    std::string rpath = real_dir == "/" ? "/" + name : real_dir + "/" + name;
+    if (rpath.size() >= PATH_MAX || lpath.size() >= PATH_MAX) {
+      s.error = "a path longer than PATH_MAX under " + real_dir;
+      break;
     }
-    if (S_ISDIR(st.st_mode)) scan(s, path, depth + 1, pat);
+    struct stat st {};
+    if (::lstat(rpath.c_str(), &st) != 0) continue;
+    bool accepts = nfa_accepts(pat, next);
+    if (S_ISLNK(st.st_mode)) {
+      // What the command reads through the link: its target, under the link's name (resolved
+      // only when it is masked or walked: most links are neither).
+      if (::stat(rpath.c_str(), &st) != 0) continue;  // dangling: nothing to read now
+      if (!accepts && !(S_ISDIR(st.st_mode) && nfa_alive(pat, next))) continue;
+      rpath = real(rpath);
+    }
+    if (accepts) {
+      (S_ISDIR(st.st_mode) ? s.out->deny_dirs : s.out->deny_files).push_back(rpath);
+      if (s.linked) note_linked(*s.linked, rpath, st);
+      if (S_ISDIR(st.st_mode)) continue;  // a masked directory hides everything below it
+    }
+    if (S_ISDIR(st.st_mode) && nfa_alive(pat, next))
+      dirs.emplace_back(std::move(lpath), std::move(rpath), std::move(next));
   }
   ::closedir(d);
+  for (const auto& [l, r, st] : dirs) scan(s, l, r, st);
+}
+
+// Every name of a hard-linked deny-read file under `root` (not following symlinks, not
+// leaving the file system of the files looked for), and the regular files with more than
+// one name inside a denied directory (`collect`). False when the walk went over budget.
+bool walk_links(const std::string& root, LinkedFiles& linked, const std::set<dev_t>& devs, bool collect,
+                std::size_t& entries, std::set<std::pair<dev_t, ino_t>>& seen) {
+  std::vector<std::string> todo = {root};
+  while (!todo.empty()) {
+    std::string dir = std::move(todo.back());
+    todo.pop_back();
+    struct stat dst {};
+    if (::lstat(dir.c_str(), &dst) != 0 || !S_ISDIR(dst.st_mode)) continue;
+    if (!collect && !devs.count(dst.st_dev)) continue;
+    if (!seen.emplace(dst.st_dev, dst.st_ino).second) continue;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) continue;
+    while (dirent* e = ::readdir(d)) {
+      std::string_view name = e->d_name;
+      if (name == "." || name == "..") continue;
+      if (++entries > kMaxScanEntries) {
+        ::closedir(d);
+        return false;
+      }
+      if (e->d_type != DT_UNKNOWN && e->d_type != DT_DIR && e->d_type != DT_REG) continue;
+      std::string path = dir == "/" ? "/" + std::string(name) : dir + "/" + std::string(name);
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0) continue;
+      if (S_ISDIR(st.st_mode)) {
+        todo.push_back(std::move(path));
+      } else if (S_ISREG(st.st_mode) && st.st_nlink > 1) {
+        if (collect) {
+          note_linked(linked, path, st);
+        } else if (auto it = linked.find({st.st_dev, st.st_ino}); it != linked.end()) {
+          it->second.names.insert(path);
+        }
+      }
+    }
+    ::closedir(d);
+  }
+  return true;
+}
+
+// Hard links (docs/sandbox.md §3.6): a mask covers one name, and every other name of a
+// denied file reads the same inode. The other names under the trees a sandbox writes
+// (the writable roots and the cwd) are found and masked too; a file with a name that is
+// not found there is refused, since that name would stay readable.
+Result<void> mask_hard_links(ResolvedPolicy& r, const std::string& cwd) {
+  LinkedFiles linked;
+  std::size_t entries = 0;
+  std::set<std::pair<dev_t, ino_t>> seen;
+  for (const auto& f : r.deny_files) {
+    struct stat st {};
+    if (::stat(f.c_str(), &st) == 0) note_linked(linked, f, st);
+  }
+  // Files inside a denied directory are hidden with it, but their other names are not.
+  for (const auto& d : r.deny_dirs)
+    if (!walk_links(d, linked, {}, true, entries, seen))
+      return policy_error("deny_read_index_unavailable: listing the denied directory " + d + " for hard links went over " +
+                          std::to_string(kMaxScanEntries) + " entries");
+  if (linked.empty()) return {};
+  std::set<dev_t> devs;
+  for (const auto& [key, l] : linked) devs.insert(key.first);
+  std::vector<std::string> roots = r.writable;
+  roots.push_back(real(cwd));
+  sort_unique(roots);
+  std::set<std::pair<dev_t, ino_t>> walked;
+  for (const auto& root : roots) {
+    if (root == "/") continue;  // danger-full-access: no tree to walk (a name anywhere is refused below)
+    if (!walk_links(root, linked, devs, false, entries, walked))
+      return policy_error("deny_read_index_unavailable: looking under " + root + " for the other names of hard-linked "
+                          "deny-read files went over " + std::to_string(kMaxScanEntries) + " entries");
+  }
+  for (const auto& [key, l] : linked) {
+    if (l.names.size() < l.nlink)
+      return policy_error("deny_read_hard_link: " + *l.names.begin() + " has " + std::to_string(l.nlink) +
+                          " hard links and only " + std::to_string(l.names.size()) +
+                          " are under the writable roots or the cwd; another name would stay readable (find it "
+                          "with `find / -xdev -samefile " + *l.names.begin() + "`, then remove it or deny it too)");
+    for (const auto& n : l.names) {
+      bool hidden = false;
+      for (const auto& d : r.deny_dirs) hidden = hidden || path_within(n, d);
+      if (!hidden) r.deny_files.push_back(n);
+    }
+  }
+  return {};
 }
 
 // An empty directory carrying uexec's stub mark (linux_sandbox.cc's StubRegistry).
@@ -181,11 +378,6 @@ bool is_left_stub(const std::string& path, const struct stat& st) {
   }
   ::closedir(d);
   return empty;
-}
-
-void sort_unique(std::vector<std::string>& v) {
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
 }
 
 // The writable root `path` lies strictly inside, if any (the innermost one).
@@ -280,11 +472,11 @@ Result<void> protect_git_targets(const std::string& path, const struct stat& st,
 
 // Every `.git` strictly below `root` (its own is a protected name), by a walk of directories
 // that follows no symlink and does not enter `.git` directories. Bounded: past `max_dirs`
-// directories in all, kPolicy NestedGitScanUnavailable; below `max_depth`, not entered.
+// directories in all, or a path longer than PATH_MAX, kPolicy NestedGitScanUnavailable (no
+// depth is skipped silently: a `.git` left unfound would stay writable).
 struct GitScan {
   std::size_t dirs = 0;
   std::size_t max_dirs = 0;
-  int max_depth = 16;
   std::vector<std::string> found;
 };
 
@@ -307,14 +499,20 @@ Result<void> scan_nested_git(GitScan& s, int dir_fd, const std::string& dir, int
       continue;
     }
     if (e->d_type != DT_DIR && e->d_type != DT_UNKNOWN) continue;
-    if (depth + 1 > s.max_depth) continue;
+    if (path.size() + sizeof "/.git" > PATH_MAX) {
+      res = policy_error("NestedGitScanUnavailable: " + path + " is longer than PATH_MAX");
+      break;
+    }
     struct stat st {};
     if (::fstatat(::dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISDIR(st.st_mode)) continue;
     if (st.st_nlink == 2) {
       // No subdirectory (ext4, xfs, tmpfs count them in the link count; btrfs says 1): only a
       // `.git` file can be there, and one fstatat finds it where a listing took five calls.
-      if (++s.dirs > s.max_dirs) return policy_error("NestedGitScanUnavailable: more than " + std::to_string(s.max_dirs) +
-                                                     " directories in the writable roots (every .git in them must be found)");
+      if (++s.dirs > s.max_dirs) {
+        res = policy_error("NestedGitScanUnavailable: more than " + std::to_string(s.max_dirs) +
+                           " directories in the writable roots (every .git in them must be found)");
+        break;
+      }
       std::string git = std::string(e->d_name) + "/.git";
       struct stat gst {};
       if (::fstatat(::dirfd(d), git.c_str(), &gst, AT_SYMLINK_NOFOLLOW) == 0) s.found.push_back(path + "/.git");
@@ -669,7 +867,7 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
         if (auto g = protect_git_targets(path, st, r.writable, r.read_only, r.stubs); !g) return std::move(g).error();
     }
     if (is_tmp) continue;  // /tmp and $TMPDIR are not walked (other users' trees; see the README)
-    GitScan scan{0, kMaxGitScanDirs, p.glob_scan_max_depth, {}};
+    GitScan scan{0, kMaxGitScanDirs, {}};
     int fd = ::open(w.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) continue;
     if (auto sr = scan_nested_git(scan, fd, w == "/" ? "" : w, 0); !sr) return std::move(sr).error();
@@ -764,17 +962,27 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
     }
     auto parts = path_components(pat);
     std::string base;
+    std::size_t fixed = 0;
     for (auto part : parts) {
       if (has_glob_chars(part)) break;
       base += "/" + std::string(part);
+      ++fixed;
     }
     if (base.empty()) base = "/";
-    DenyScan s{&g, 0, p.glob_scan_max_depth, &r};
-    scan(s, base, 0, parts);
+    NfaState state = nfa_start(parts);
+    for (std::size_t i = 0; i < fixed; ++i) state = nfa_step(parts, state, std::string(parts[i]));
+    DenyScan s{&parts, 0, &r, nullptr, {}, {}};
+    struct stat bst {};
+    if (::stat(base.c_str(), &bst) == 0 && S_ISDIR(bst.st_mode)) scan(s, base, real(base), state);
     if (s.entries > kMaxScanEntries)
       return policy_error("deny_read_index_unavailable: scanning " + base + " for " + g +
                           " went over " + std::to_string(kMaxScanEntries) + " entries");
+    if (!s.error.empty())
+      return policy_error("deny_read_index_unavailable: scanning " + base + " for " + g + ": " + s.error);
   }
+  sort_unique(r.deny_files);
+  sort_unique(r.deny_dirs);
+  if (auto h = mask_hard_links(r, in.cwd); !h) return std::move(h).error();
   // Deny-read inside a hidden directory is already unreadable (and unreachable to mask).
   for (auto* v : {&r.deny_files, &r.deny_dirs})
     std::erase_if(*v, [&r](const std::string& s) {

@@ -21,7 +21,11 @@
 //     nested writable root. The mount backends make each a mount point of itself, which
 //     cannot be renamed (EBUSY), so the path the host resolves later still leads to the
 //     protected tree (a rename-and-replace of `modules/` above a gitdir otherwise would not);
-//   - deny-read globs are expanded at launch (bounded scan), into files and directories;
+//   - deny-read globs are expanded at launch, into files and directories: at any depth,
+//     through symlinked directories (the real path is masked), with every other name of a
+//     hard-linked match under the writable roots and the cwd; a walk over its entry budget,
+//     or a hard link named elsewhere, refuses the policy (deny_read_index_unavailable,
+//     deny_read_hard_link) rather than leave a match unmasked;
 //   - uexec's own control and state directories, $XDG_RUNTIME_DIR and every listening
 //     pathname socket outside the writable roots are hidden (docs/sandbox.md §3.5);
 //   - so is the control plane of every live uexec daemon of this user, wherever it lives
@@ -60,7 +64,6 @@ struct PermissionProfile {
   std::vector<std::string> allow_unix_sockets;     // never hidden
   std::vector<std::string> read_only_paths;        // extra carve-outs (Codex clients send their own)
   bool cwd_writable = true;                        // workspace-write: :cwd is a writable root
-  int glob_scan_max_depth = 16;
 
   static PermissionProfile for_mode(SandboxMode mode);
   bool has_deny_entries() const noexcept { return !deny_read.empty(); }

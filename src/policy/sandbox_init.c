@@ -21,6 +21,7 @@
 // EPERM itself and never lets one continue, so there is nothing to race; it counts them by
 // syscall and key argument (64 distinct at most) and sends them before the status.
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -28,6 +29,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
@@ -35,6 +37,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -103,6 +106,7 @@ static void answer(int listener) {
 
 /* The sources of masks: an empty mode-000 file and directory on a detached tmpfs. */
 static int mask_mnt = -1;
+static dev_t mask_dev = 0;
 
 static void make_mask_source(void) {
   int fs = fsopen("tmpfs", FSOPEN_CLOEXEC);
@@ -111,6 +115,8 @@ static void make_mask_source(void) {
     mask_mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC);
   close(fs);
   if (mask_mnt < 0) return;
+  struct stat st;
+  if (fstat(mask_mnt, &st) == 0) mask_dev = st.st_dev;
   int f = openat(mask_mnt, "f", O_CREAT | O_WRONLY | O_CLOEXEC, 0);
   if (f >= 0) {
     fchmod(f, 0);
@@ -119,32 +125,184 @@ static void make_mask_source(void) {
   mkdirat(mask_mnt, "d", 0);
 }
 
+static int within(const char* path, const char* root, size_t n) {
+  return strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+/* Does the open file behind /proc link `link` still reach what was just masked at `path`:
+ * the masked file itself (by device and inode; opened for writing only it cannot be read), or,
+ * for a directory, the directory or anything below it (a directory fd or a cwd there can
+ * open what is below without crossing the mask)? The mask itself does not count. */
+static int reaches(const char* link, const char* fdinfo, const char* path, int dir, const struct stat* was) {
+  struct stat st;
+  if (stat(link, &st) != 0 || st.st_dev == mask_dev) return 0;
+  if (dir) {
+    char to[UEXEC_SUP_MAX_MASK_PATH + 1];
+    ssize_t n = readlink(link, to, sizeof to - 1);
+    if (n <= 0) return 0;
+    to[n] = '\0';
+    if (!within(to, path, strlen(path))) return 0;
+  } else if (st.st_dev != was->st_dev || st.st_ino != was->st_ino) {
+    return 0;
+  }
+  if (fdinfo && S_ISREG(st.st_mode)) {
+    char buf[256];
+    int fd = open(fdinfo, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return 1;
+    buf[n] = '\0';
+    const char* f = strstr(buf, "flags:");
+    unsigned long flags = f ? strtoul(f + 6, NULL, 8) : 0;
+    if (f && !(flags & O_PATH) && (flags & O_ACCMODE) == O_WRONLY) return 0;
+  }
+  return 1;
+}
+
+/* A mapping of the masked file (it outlives the fd that made it), or of a file below a
+ * masked directory. */
+static int mapped(const char* maps, const char* path, int dir, const struct stat* was) {
+  int fd = open(maps, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  char buf[8192];
+  size_t have = 0;
+  int hit = 0;
+  for (;;) {
+    ssize_t n = read(fd, buf + have, sizeof buf - 1 - have);
+    if (n <= 0) break;
+    have += (size_t)n;
+    buf[have] = '\0';
+    char* line = buf;
+    char* nl;
+    while (!hit && (nl = strchr(line, '\n'))) {
+      *nl = '\0';
+      unsigned maj = 0, mnr = 0;
+      unsigned long ino = 0;
+      int off = 0;
+      if (sscanf(line, "%*s %*s %*s %x:%x %lu %n", &maj, &mnr, &ino, &off) >= 3 && ino != 0) {
+        if (dir) {
+          hit = off > 0 && within(line + off, path, strlen(path));
+        } else {
+          hit = ino == was->st_ino && maj == major(was->st_dev) && mnr == minor(was->st_dev);
+        }
+      }
+      line = nl + 1;
+    }
+    have = strlen(line);
+    memmove(buf, line, have);
+    if (have == sizeof buf - 1) have = 0; /* a line longer than the buffer: skip it */
+    if (hit) break;
+  }
+  close(fd);
+  return hit;
+}
+
+static int is_number(const char* s) {
+  if (!*s) return 0;
+  for (; *s; ++s)
+    if (*s < '0' || *s > '9') return 0;
+  return 1;
+}
+
+/* Whether any process of the sandbox (every one but us) holds what was just masked. */
+static int held_open(const char* path, int dir, const struct stat* was) {
+  DIR* proc = opendir("/proc");
+  if (!proc) return 1; /* cannot tell: the safe answer */
+  int held = 0;
+  char a[1024], b[1024];  /* three names of at most 255 bytes each */
+  struct dirent* p;
+  while (!held && (p = readdir(proc))) {
+    if (!is_number(p->d_name) || strcmp(p->d_name, "1") == 0) continue;
+    snprintf(a, sizeof a, "/proc/%s/maps", p->d_name);
+    if (mapped(a, path, dir, was)) held = 1;
+    snprintf(a, sizeof a, "/proc/%s/task", p->d_name);
+    DIR* tasks = opendir(a);
+    if (!tasks) continue;
+    struct dirent* t;
+    while (!held && (t = readdir(tasks))) {
+      if (!is_number(t->d_name)) continue;
+      static const char* const dirs[] = {"cwd", "root"};
+      for (int i = 0; i < 2 && !held; ++i) {
+        snprintf(a, sizeof a, "/proc/%s/task/%s/%s", p->d_name, t->d_name, dirs[i]);
+        held = reaches(a, NULL, path, dir, was);
+      }
+      snprintf(a, sizeof a, "/proc/%s/task/%s/fd", p->d_name, t->d_name);
+      DIR* fds = opendir(a);
+      if (!fds) continue;
+      struct dirent* f;
+      while (!held && (f = readdir(fds))) {
+        if (!is_number(f->d_name)) continue;
+        snprintf(a, sizeof a, "/proc/%s/task/%s/fd/%s", p->d_name, t->d_name, f->d_name);
+        snprintf(b, sizeof b, "/proc/%s/task/%s/fdinfo/%s", p->d_name, t->d_name, f->d_name);
+        held = reaches(a, b, path, dir, was);
+      }
+      closedir(fds);
+    }
+    closedir(tasks);
+  }
+  closedir(proc);
+  return held;
+}
+
 /* One mask request: 'f' or 'd', then the path. A path that is gone, or that now runs
- * through a symlink, is left alone. */
+ * through a symlink, is left alone. A mask covers the name from now on, not what was opened
+ * through it before: when a process of the sandbox still holds the file (an fd, a mapping,
+ * a directory fd or cwd below a masked directory), every process here is stopped and the
+ * manager is told ("H" and the path), and it ends the session (docs/sandbox.md §3.6); a
+ * mask that cannot be mounted is reported too ("F"). */
 static void mask_request(int control) {
   char buf[UEXEC_SUP_MAX_MASK_PATH + 2];
   ssize_t n = recv(control, buf, sizeof buf - 1, MSG_DONTWAIT);
-  if (n < 2 || mask_mnt < 0 || (buf[0] != 'f' && buf[0] != 'd') || buf[1] != '/') return;
+  if (n < 2 || (buf[0] != 'f' && buf[0] != 'd') || buf[1] != '/') return;
   buf[n] = '\0';
+  if (mask_mnt < 0) {
+    buf[0] = 'F'; /* no mask source: nothing late can be masked */
+    send(control, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return;
+  }
   struct open_how how;
   memset(&how, 0, sizeof how);
   how.flags = O_PATH | O_CLOEXEC;
   how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
   int target = (int)syscall(SYS_openat2, AT_FDCWD, buf + 1, &how, sizeof how);
-  if (target < 0) return;
+  if (target < 0) {
+    if (errno == ELOOP) { /* a symlink now on the way: it cannot be masked where it was found */
+      buf[0] = 'F';
+      send(control, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    }
+    return; /* gone, or under a mask already */
+  }
   struct stat st;
-  if (fstat(target, &st) == 0 && (S_ISDIR(st.st_mode) != 0) == (buf[0] == 'd')) {
-    int src = open_tree(mask_mnt, buf[0] == 'd' ? "d" : "f", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  int dir = buf[0] == 'd';
+  int masked = 0;
+  if (fstat(target, &st) != 0 || (S_ISDIR(st.st_mode) != 0) != dir || st.st_dev == mask_dev) {
+    close(target); /* replaced meanwhile, or masked already: the next event says more */
+    return;
+  }
+  {
+    int src = open_tree(mask_mnt, dir ? "d" : "f", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (src >= 0) {
       struct mount_attr attr;
       memset(&attr, 0, sizeof attr);
       attr.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC;
       mount_setattr(src, "", AT_EMPTY_PATH, &attr, sizeof attr);
-      move_mount(src, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH);
+      masked = move_mount(src, "", target, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) == 0;
       close(src);
     }
   }
   close(target);
+  if (!masked) {
+    /* The name is there and cannot be masked: the manager ends the session ("F"). */
+    buf[0] = 'F';
+    send(control, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    return;
+  }
+  if (held_open(buf + 1, dir, &st)) {
+    kill(-1, SIGSTOP);
+    buf[0] = 'H';
+    send(control, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+  }
 }
 
 static int finish(int status) {

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/capability.h>
 #include <linux/close_range.h>
 #include <linux/sched.h>
 
@@ -108,6 +109,20 @@ void reset_dispositions() noexcept {
     if (s == SIGKILL || s == SIGSTOP) continue;
     ::sigaction(s, &dfl, nullptr);  // glibc's reserved signals fail with EINVAL: harmless
   }
+}
+
+// Keeps CAP_SYS_ADMIN (late deny-read masks) and CAP_SYS_PTRACE (who still holds a masked
+// file) of init's namespace across its execve: for any uid but 0 in the namespace execve
+// clears every capability, unless it is ambient. The command was cloned before: it has none.
+void keep_init_capabilities() noexcept {
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capget, &hdr, data) != 0) return;
+  const int caps[] = {CAP_SYS_ADMIN, CAP_SYS_PTRACE};
+  for (int c : caps) data[c / 32].inheritable |= data[c / 32].permitted & (1U << (c % 32));
+  hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  if (::syscall(SYS_capset, &hdr, data) != 0) return;
+  for (int c : caps) ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, c, 0, 0);
 }
 
 void close_from(unsigned first, unsigned flags = 0) noexcept {
@@ -237,6 +252,7 @@ int pid1_main(void* raw) noexcept {
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (control) keep_init_capabilities();
   ::syscall(SYS_execveat, init, "", init_argv, init_envp, AT_EMPTY_PATH);
   int err = errno;
   ::kill(cmd, SIGKILL);

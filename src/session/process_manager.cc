@@ -57,12 +57,19 @@ Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const po
   if (!session->late_deny().empty() && session->mask_requests() >= 0) {
     // Deny-read files that appear later are masked too; a session that cannot be watched
     // does not run (its process is killed and reaped as the session goes).
-    if (!deny_watch_) deny_watch_ = std::make_unique<DenyReadWatcher>(*loop_);
-    int depth = attempt.profile() ? attempt.profile()->glob_scan_max_depth : 16;
-    if (auto r = deny_watch_->add(id, session->late_deny(), session->mask_requests(), depth); !r) {
+    if (!deny_watch_) {
+      deny_watch_ = std::make_unique<DenyReadWatcher>(*loop_);
+      // Later, a session the watcher can no longer cover ends (fail closed, docs/sandbox.md §3.6).
+      deny_watch_->on_uncovered = [this](const std::string& sid, const std::string& why) {
+        if (Session* s = find(sid)) s->kill_for_policy("denyReadUncovered", why);
+      };
+    }
+    if (auto r = deny_watch_->add(id, session->late_deny(), session->mask_requests()); !r) {
       (void)session->signal(SIGKILL, pty::SignalTarget::kGroup);
+      deny_watch_->report_uncovered();
       return std::move(r).error();
     }
+    deny_watch_->report_uncovered();
   }
   sessions_.emplace(id, std::move(session));
   return id;

@@ -313,6 +313,13 @@ Result<void> Session::signal(int sig, pty::SignalTarget target) {
   return process_->signal(sig, target);
 }
 
+void Session::kill_for_policy(std::string limit, std::string message) {
+  if (exit_ || ended_by_) return;
+  UEXEC_LOG(kWarn, "session {}: killed: {}", id_, message);
+  ended_by_ = LimitEnd{std::move(limit), std::move(message)};
+  (void)signal(SIGKILL, pty::SignalTarget::kGroup);
+}
+
 void Session::terminate() { terminate(config_->terminate_grace); }
 
 void Session::terminate(std::chrono::milliseconds grace) {

@@ -132,6 +132,9 @@ class Session final : public pty::ProcessListener {
   [[nodiscard]] base::Result<void> close_stdin();
   [[nodiscard]] base::Result<void> resize(base::PtySize size);
   [[nodiscard]] base::Result<void> signal(int sig, pty::SignalTarget target);
+  // Ends the session now (SIGKILL, no grace) because its policy can no longer be kept;
+  // `limit` and `message` become ended_by() (e.g. "denyReadUncovered").
+  void kill_for_policy(std::string limit, std::string message);
   // Escalation (SIGHUP/SIGTERM, SIGKILL after Config::terminate_grace).
   void terminate();
   void terminate(std::chrono::milliseconds grace);

@@ -260,6 +260,46 @@ TEST_CASE("canonical_root refuses symlinked and missing roots") {
   CHECK(*rel == s / "real/sub");
 }
 
+TEST_CASE("resolve: deny-read globs at any depth, through symlinked directories, with every hard link") {
+  Scratch s;
+  fs::path ws = s.root / "ws";
+  std::string deep = "ws";
+  for (int i = 0; i < 24; ++i) deep += "/d" + std::to_string(i);
+  fs::create_directories(s / deep);
+  std::ofstream(s / (deep + "/k.pem")) << "x";
+  fs::create_directories(s / "outside");
+  std::ofstream(s / "outside/o.pem") << "x";
+  std::ofstream(s / "outside/plain.txt") << "x";
+  fs::create_directory_symlink(s / "outside", ws / "linkout");
+  fs::create_directory_symlink(".", ws / "loop");  // a cycle: the walk must end
+  fs::create_symlink(s / "outside/plain.txt", ws / "alias.pem");
+  auto has = [](const std::vector<std::string>& v, const std::string& x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  auto p = PermissionProfile::for_mode(SandboxMode::kWorkspaceWrite);
+  p.deny_read = {"**/*.pem"};
+  auto r = resolve(p, ResolveInput{ws.string(), {"HOME=/nonexistent"}, {}, false});
+  REQUIRE(r);
+  CHECK(has(r->deny_files, s / (deep + "/k.pem")));     // 24 directories down
+  CHECK(has(r->deny_files, s / "outside/o.pem"));       // through linkout, at its real path
+  CHECK(has(r->deny_files, s / "outside/plain.txt"));   // a matching link masks its target
+  CHECK_FALSE(has(r->deny_files, (ws / "alias.pem").string()));
+
+  SUBCASE("the other names of a hard-linked match under the cwd are masked too") {
+    fs::create_hard_link(s / (deep + "/k.pem"), ws / "notes.txt");
+    auto h = resolve(p, ResolveInput{ws.string(), {"HOME=/nonexistent"}, {}, false});
+    REQUIRE(h);
+    CHECK(has(h->deny_files, (ws / "notes.txt").string()));
+  }
+  SUBCASE("a hard link outside the writable roots and the cwd refuses the policy") {
+    fs::create_directories(s / "far");
+    fs::create_hard_link(s / (deep + "/k.pem"), s / "far/copy.txt");
+    auto h = resolve(p, ResolveInput{ws.string(), {"HOME=/nonexistent"}, {}, false});
+    REQUIRE_FALSE(h);
+    CHECK(h.error().context.find("deny_read_hard_link") != std::string::npos);
+  }
+}
+
 TEST_CASE("resolve: carve-outs, stubs, gitdir files, deny-read globs") {
   Scratch s;
   fs::create_directories(s / "ws/.git");

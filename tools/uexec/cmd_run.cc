@@ -248,6 +248,7 @@ class Runner {
     watch_stdin();
     if (!session_->finished()) loop_.run();
     const auto& v = session_->verdict();
+    if (const auto& by = session_->ended_by()) std::fprintf(stderr, "uexec: the session was ended: %s\n", by->message.c_str());
     if (log_denials && v) {
       // Every record the sandbox itself made (also when the command coped and exited 0).
       if (const auto* log = session_->denial_log())
@@ -425,6 +426,9 @@ int print_check() {
   std::printf("control planes:  %zu live uexec daemon(s) of this user, hidden from every sandbox (%s; with the "
               "network on their WebSocket ports stay reachable and answer 401)\n",
               policy::live_control_planes().size(), policy::control_registry_dir().c_str());
+  std::printf("deny-read:       at launch exact, or refused (namespaces, bwrap; landlock refuses deny-read);\n"
+              "                 files that appear later: namespaces only, best effort (readable until the mask\n"
+              "                 lands; still open then: the session is ended)\n");
   return 0;
 }
 
