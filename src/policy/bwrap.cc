@@ -56,10 +56,19 @@ Result<std::string> mask_file(ResolvedPolicy& p) {
   for (const auto& h : p.hide_dirs) hidden = hidden || h == dir;
   if (!hidden) p.hide_dirs.push_back(dir);  // made just now, after resolve() looked
   std::string path = dir + "/mask-empty";
-  int fd = ::open(path.c_str(), O_CREAT | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
-  if (fd < 0) return Error::sys("create " + path);
-  ::fchmod(fd, 0);
-  ::close(fd);
+  // Made once, mode 000 from the start: opening it again for writing would fail (EACCES) for
+  // any caller but root, so an existing one is checked instead of reopened.
+  int fd = ::open(path.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd >= 0) {
+    ::fchmod(fd, 0);
+    ::close(fd);
+    return path;
+  }
+  if (errno != EEXIST) return Error::sys("create " + path);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) < 0) return Error::sys("lstat " + path);
+  if (!S_ISREG(st.st_mode) || st.st_size != 0 || st.st_uid != ::getuid() || (st.st_mode & 07777) != 0)
+    return Error{Errc::kPolicy, 0, "mask file " + path + " is not an empty mode-000 file of ours"};
   return path;
 }
 
