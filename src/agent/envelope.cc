@@ -36,6 +36,23 @@ Collected collect(const session::OutputRing& ring, std::uint64_t from, bool hold
   return c;
 }
 
+void trim_collected(Collected& c, std::uint64_t to) {
+  if (to >= c.end) return;
+  to = std::max(to, c.start);
+  std::uint64_t span = to - c.start;  // absolute bytes kept, the evicted ones included
+  if (c.gap == 0 || span <= c.gap_at) {
+    c.raw.resize(std::min<std::size_t>(static_cast<std::size_t>(span), c.raw.size()));
+    c.gap = 0;
+    c.gap_at = 0;
+  } else if (span <= c.gap_at + c.gap) {
+    c.raw.resize(c.gap_at);
+    c.gap = span - c.gap_at;
+  } else {
+    c.raw.resize(static_cast<std::size_t>(span - c.gap));
+  }
+  c.end = to;
+}
+
 using session::cut_back;
 using session::cut_forward;
 using session::lossy_decode;

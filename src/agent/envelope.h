@@ -33,6 +33,11 @@ struct Collected {
 // process may still write the rest of it).
 Collected collect(const session::OutputRing& ring, std::uint64_t from, bool hold_partial);
 
+// Cuts `c` to end at the absolute offset `to` (nothing when it ends there or before): the raw
+// bytes past `to` go, and of the evicted span only the part before `to` stays, so a range
+// that ends before the gap reports none and one that ends inside it reports what it covers.
+void trim_collected(Collected& c, std::uint64_t to);
+
 struct Omitted {
   std::uint64_t offset = 0;
   std::uint64_t length = 0;

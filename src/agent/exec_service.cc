@@ -1310,16 +1310,9 @@ Result<Response> ExecService::read_output(const ReadParams& p) {
       to = p.length ? std::min<Offset>(ring.total(), from + *p.length) : ring.total();
     }
     Collected col = collect(ring, from, false);
-    if (col.end > to) {
-      // Trim to the requested length (raw bytes past the gap included).
-      Offset keep = to - col.start;
-      if (col.gap > 0 && keep > col.gap_at) keep -= col.gap;
-      if (keep < col.raw.size()) col.raw.resize(keep);
-      col.end = to;
-    }
+    trim_collected(col, to);
     Body b = render_body(col, budget, a->id, cfg_.envelope_extensions, cfg_.bytes_per_token);
-    body = b.text;
-    if (col.gap > 0) body = std::move(body);
+    body = std::move(b.text);
     r.omitted = b.omitted;
     r.original_token_count = b.original_tokens;
     range_from = col.start;

@@ -1,6 +1,7 @@
 #include "policy/bwrap.h"
 
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -43,7 +44,9 @@ std::vector<std::string> bwrap_argv(const ResolvedPolicy& p, const BwrapInput& i
     for (const auto& d : *dirs) a.insert(a.end(), {"--perms", "0000", "--tmpfs", d, "--remount-ro", d});
   for (const auto* files : {&p.deny_files, &p.hide_files})
     for (const auto& f : *files) a.insert(a.end(), {"--ro-bind", in.mask_file, f});
-  a.insert(a.end(), {"--cap-drop", "ALL", "--chdir", in.cwd, "--seccomp", std::to_string(in.seccomp_fd), "--"});
+  a.insert(a.end(), {"--cap-drop", "ALL", "--chdir", in.cwd});
+  if (in.seccomp_fd >= 0) a.insert(a.end(), {"--seccomp", std::to_string(in.seccomp_fd)});
+  a.push_back("--");
   a.insert(a.end(), in.command.begin(), in.command.end());
   return a;
 }
@@ -52,6 +55,8 @@ namespace {
 
 struct BwrapLaunch {
   base::UniqueFd seccomp;
+  base::UniqueFd notify;                  // the notify flavour, for uexec-init --exec
+  base::UniqueFd command_end, manager_end;  // the listener's way out (pty/seccomp_listener.h)
   std::shared_ptr<void> stubs;
 };
 
@@ -124,10 +129,30 @@ Result<void> add_bwrap_sandbox(const ResolvedPolicy& policy, const std::string& 
   in.seccomp_fd = 3;
   in.command = spec.argv;
   if (!spec.program.empty()) in.command[0] = spec.program;  // bwrap has no argv[0] override here
+  std::vector<int> pass = {launch->seccomp.get()};
+  // With uexec-init, the command loads the notify flavour itself and the manager records
+  // what it denies (bwrap.h); without it, bwrap loads the errno flavour.
+  if (auto init = sandbox_init_fd(); init && host.init) {
+    auto notify = seccomp_program(p.network, ::geteuid() == 0, /*notify=*/true);
+    if (!notify) return std::move(notify).error();
+    auto notify_mem = seccomp_memfd(**notify);
+    if (!notify_mem) return std::move(notify_mem).error();
+    launch->notify = std::move(*notify_mem);
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0) return Error::sys("socketpair seccomp listener");
+    launch->command_end.reset(pair[0]);
+    launch->manager_end.reset(pair[1]);
+    pass = {*init, launch->notify.get(), launch->seccomp.get(), launch->command_end.get()};
+    in.seccomp_fd = -1;
+    std::vector<std::string> wrapped = {"/proc/self/fd/3", "--exec", "4", "5", "6", "--"};
+    wrapped.insert(wrapped.end(), in.command.begin(), in.command.end());
+    in.command = std::move(wrapped);
+    spec.seccomp_listener_channel = launch->manager_end.get();
+  }
   spec.argv = bwrap_argv(p, in);
   spec.argv[0] = "bwrap";
   spec.program = host.bwrap;
-  spec.pass_fds = {launch->seccomp.get()};
+  spec.pass_fds = pass;
   // Stubs exist before bwrap mounts on them, and go when the session does.
   auto stubs = acquire_stubs(p.stubs);
   if (!stubs) return std::move(stubs).error();

@@ -10,7 +10,14 @@
 //   --ro-bind MASK F … (deny-read files and hidden sockets)
 //   --cap-drop ALL --chdir CWD --seccomp 3 -- COMMAND…
 // No --new-session: the PTY stays the controlling terminal for job control, and the seccomp
-// filter (errno variant, passed as fd 3) blocks TIOCSTI instead. Choices of our own:
+// filter blocks TIOCSTI instead. When uexec-init is available the filter is not bwrap's
+// --seccomp: bwrap runs `/proc/self/fd/3 --exec 4 5 6 -- COMMAND…` (uexec-init, fd 3), which
+// loads the notify flavour (fd 4; the errno flavour, fd 5, under an outer listener) and sends
+// its listener over fd 6 to the manager, which answers and records the denials
+// (pty/seccomp_listener.h) as the namespace backend's pid 1 does; otherwise bwrap loads the
+// errno flavour from fd 3 and nothing is recorded. Either way the filter is in place before
+// the command's first instruction; with uexec-init, bwrap's own reaper (its pid 1, which runs
+// none of the command's code) is not filtered. Choices of our own:
 // masked files are bound from one empty mode-000 file in uexec's hidden control directory
 // instead of one --ro-bind-data fd each (hundreds of sockets would need hundreds of fds);
 // no --json-status-fd yet, so a bwrap setup failure surfaces as bwrap's exit 1 and its text.
@@ -30,7 +37,8 @@ struct BwrapInput {
   std::string bwrap = "/usr/bin/bwrap";
   std::string cwd;
   std::string mask_file;  // an empty, mode-000 file (the bind source of file masks)
-  int seccomp_fd = 3;     // where the child finds the BPF program
+  int seccomp_fd = 3;     // where bwrap finds the BPF program; -1: no --seccomp (the command
+                          // is `uexec-init --exec`, which loads the filter itself)
   std::vector<std::string> command;
 };
 

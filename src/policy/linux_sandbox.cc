@@ -420,7 +420,9 @@ struct Launch {
   std::shared_ptr<const BpfProgram> bpf;
   std::shared_ptr<const BpfProgram> notify_bpf;
   SeccompNotifyStep notify;
-  UniqueFd command_end, init_end;  // the command's process sends its listener to pid 1
+  // The command's process sends its seccomp listener to pid 1 (namespaces) or to the
+  // manager (Landlock-only: pty/seccomp_listener.h) on this pair.
+  UniqueFd command_end, init_end;
   std::shared_ptr<void> stubs;
 };
 
@@ -481,6 +483,8 @@ bool probe_userns(std::string* why) {
 }
 
 }  // namespace
+
+Result<int> sandbox_init_fd() { return init_fd(); }
 
 Result<std::shared_ptr<void>> acquire_stubs(const std::vector<std::string>& stubs) {
   auto lease = std::make_shared<StubLease>();
@@ -585,9 +589,19 @@ Result<void> add_landlock_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec& 
   auto bpf = seccomp_program(policy.network, ::geteuid() == 0, false, /*deny_unix=*/true);
   if (!bpf) return std::move(bpf).error();
   launch->bpf = *bpf;
+  // The notify flavour, answered and recorded by the manager itself: there is no pid 1 here.
+  auto notify = seccomp_program(policy.network, ::geteuid() == 0, /*notify=*/true, /*deny_unix=*/true);
+  if (!notify) return std::move(notify).error();
+  launch->notify_bpf = *notify;
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0) return Error::sys("socketpair seccomp listener");
+  launch->command_end.reset(pair[0]);
+  launch->init_end.reset(pair[1]);
+  launch->notify = SeccompNotifyStep{launch->notify_bpf.get(), launch->bpf.get(), pair[0]};
   spec.steps.push_back({step_privileges, &launch->last_cap, "sandbox: drop privileges"});
   spec.steps.push_back({landlock_restrict, &launch->landlock, "sandbox: landlock_restrict_self"});
-  spec.steps.push_back({apply_seccomp, launch->bpf.get(), "sandbox: seccomp"});
+  spec.steps.push_back({apply_seccomp_notify, &launch->notify, "sandbox: seccomp"});
+  spec.seccomp_listener_channel = launch->init_end.get();
   spec.keep = std::move(launch);
   return {};
 }

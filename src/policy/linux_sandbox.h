@@ -20,8 +20,11 @@
 // step and path; the command never runs with less than the policy.
 //
 // Landlock-only backend (LinuxLandlock, for hosts without user namespaces): the same
-// command-process steps on an ordinary spawn, with the Landlock-only ruleset. It refuses
-// profiles it cannot express (deny-read) rather than weakening them.
+// command-process steps on an ordinary spawn, with the Landlock-only ruleset; the seccomp
+// filter's notify rules are answered and recorded by the manager (pty/seccomp_listener.h),
+// there being no pid 1 of ours. No pid namespace: host pids stay visible, while Landlock's
+// scoping keeps signals (ABI 6) and ptrace-guarded /proc files from host processes. It
+// refuses profiles it cannot express (deny-read) rather than weakening them.
 //
 // No separate spawner process yet (docs/sandbox.md §3.2): each spawn
 // makes its own user namespace (one clone either way; measured in docs/benchmarks.md).
@@ -48,6 +51,9 @@ struct HostSupport {
   std::string init_detail;
 };
 const HostSupport& host_support();
+
+// uexec-init (sandbox_init.c) as a sealed, executable memfd, made once; shared, never close it.
+[[nodiscard]] base::Result<int> sandbox_init_fd();
 
 // Makes the missing protected names (`stubs`) exist as empty directories until the returned
 // lease goes: counted by path, removed then if uexec made them and they are still empty.

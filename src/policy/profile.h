@@ -100,7 +100,7 @@ struct ResolveInput {
   std::vector<std::string> env;          // the request's env ("NAME=value"): HOME, TMPDIR, …
   std::string control_dir;               // the daemon's socket dir; empty: the default
   bool masks = true;                     // hidden sockets and dirs (a backend that cannot mask skips them)
-  std::string registry_dir;              // the daemons' registry; empty: control_registry_dir()
+  std::string registry_dir = {};         // the daemons' registry; empty: control_registry_dir()
 };
 
 [[nodiscard]] base::Result<ResolvedPolicy> resolve(const PermissionProfile& profile,

@@ -20,14 +20,23 @@
 // With a seccomp listener, init answers every "evidence" call of the filter (seccomp.h) with
 // EPERM itself and never lets one continue, so there is nothing to race; it counts them by
 // syscall and key argument (64 distinct at most) and sends them before the status.
+//
+// A second use, inside bwrap (which has a pid 1 of its own): `uexec-init --exec NOTIFY
+// FALLBACK CHANNEL -- COMMAND...` loads the notify flavour of the filter (the raw BPF in fd
+// NOTIFY) with a new listener, sends the listener over the datagram socket CHANNEL to the
+// manager (pty/seccomp_listener.h), closes every fd above 2 and execs COMMAND. When an outer
+// listener exists (EBUSY) it loads the errno flavour (fd FALLBACK) instead. Any failure exits
+// 125 before COMMAND runs: the command never runs unfiltered.
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
+#include <linux/filter.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -316,7 +325,82 @@ static int finish(int status) {
   return 128 + WTERMSIG(status);
 }
 
+/* The BPF program in `fd` (raw sock_filter instructions), in `prog`; 0 or -1. */
+static int read_program(int fd, struct sock_fprog* prog) {
+  struct stat st;
+  if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size % sizeof(struct sock_filter) != 0 ||
+      st.st_size > 65536 * (off_t)sizeof(struct sock_filter))
+    return -1;
+  struct sock_filter* insns = malloc((size_t)st.st_size);
+  if (!insns || pread(fd, insns, (size_t)st.st_size, 0) != st.st_size) return -1;
+  prog->len = (unsigned short)(st.st_size / (off_t)sizeof(struct sock_filter));
+  prog->filter = insns;
+  return 0;
+}
+
+static int send_listener(int sock, int fd) {
+  char byte = 'F';
+  struct iovec iov = {&byte, 1};
+  union {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int))];
+  } control;
+  memset(&control, 0, sizeof control);
+  struct msghdr msg;
+  memset(&msg, 0, sizeof msg);
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control.buf;
+  msg.msg_controllen = sizeof control.buf;
+  struct cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  return sendmsg(sock, &msg, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
+static void say(const char* what, const char* detail) {
+  char buf[512];
+  int n = snprintf(buf, sizeof buf, "uexec-init: %s%s%s: %s\n", what, detail ? " " : "", detail ? detail : "",
+                   strerror(errno));
+  if (n > 0) (void)!write(2, buf, (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
+}
+
+/* --exec NOTIFY FALLBACK CHANNEL -- COMMAND... (see the top). */
+static int exec_filtered(int argc, char** argv) {
+  if (argc < 7 || strcmp(argv[5], "--") != 0) return 125;
+  int notify = atoi(argv[2]), fallback = atoi(argv[3]), channel = atoi(argv[4]);
+  struct sock_fprog prog_notify, prog_fallback;
+  if (read_program(notify, &prog_notify) < 0 || read_program(fallback, &prog_fallback) < 0) {
+    say("read the seccomp filter", NULL);
+    return 125;
+  }
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+    say("no_new_privs", NULL);
+    return 125;
+  }
+  long listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog_notify);
+  if (listener < 0) {
+    if (errno != EBUSY || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog_fallback) < 0) {
+      say("seccomp", NULL);
+      return 125;
+    }
+  } else if (send_listener(channel, (int)listener) < 0) {
+    /* Nobody would answer the notify rules: refuse to run rather than hang the command. */
+    say("send the seccomp listener", NULL);
+    return 125;
+  }
+  if (syscall(SYS_close_range, 3, ~0U, 0) < 0)
+    for (int fd = 3; fd < 1024; ++fd) close(fd);
+  execvp(argv[6], &argv[6]);
+  int err = errno;
+  say("execvp", argv[6]);
+  return err == ENOENT ? 127 : 126;
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && strcmp(argv[1], "--exec") == 0) return exec_filtered(argc, argv);
   if (argc < 2) return 125;
   command_pid = (pid_t)atoi(argv[1]);
   if (command_pid <= 1) return 125;

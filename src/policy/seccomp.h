@@ -12,8 +12,10 @@
 // SECCOMP_RET_USER_NOTIF instead, so that the sandbox's pid 1 (uexec-init) answers the call
 // with EPERM itself and records it: which syscall, its key arguments, how often. Quiet rules
 // (io_uring, clone3, openat2) stay plain errno: runtimes probe them. The command's process
-// loads the notify flavour with NEW_LISTENER and hands the listener to pid 1 over a socket;
-// when an outer listener exists already (EBUSY) it loads the errno flavour instead.
+// loads the notify flavour with NEW_LISTENER and hands the listener over a socket to pid 1
+// (namespaces) or to the manager (Landlock-only; bwrap, through `uexec-init --exec`), which
+// answers the same way (pty/seccomp_listener.h); when an outer listener exists already
+// (EBUSY) it loads the errno flavour instead.
 //
 // Each variant (network × root × flavour) is compiled once per process, exported with
 // seccomp_export_bpf into a memfd (libseccomp 2.5.4 has no in-memory export) and read back,

@@ -112,6 +112,11 @@ Result<std::unique_ptr<PtyProcess>> PtyProcess::start(loop::Loop& loop, ChildRea
   if (!spawned) return std::move(spawned).error();
   self->pid_ = spawned->pid;
   self->status_ = std::move(spawned->status);
+  if (spec.seccomp_listener_channel >= 0) {
+    auto l = SeccompListener::watch(loop, spec.seccomp_listener_channel);
+    if (!l) return std::move(l).error();  // the destructor kills and reaps the child
+    self->seccomp_ = std::move(*l);
+  }
   self->keep_ = spec.keep;  // a sandbox's stubs and plan live as long as its process
   PtyProcess* raw = self.get();
   if (auto r = reaper.watch(raw->pid_, std::move(spawned->pidfd),
@@ -407,6 +412,12 @@ void PtyProcess::handle_exit(const ExitStatus& reaped) {
       }
     }
     status_.reset();
+  }
+  if (seccomp_) {
+    // Calls still queued from the command's last moments are answered and counted too.
+    seccomp_->drain();
+    for (const auto& rec : seccomp_->records())
+      if (supervisor_records_.size() < UEXEC_SUP_MAX_RECORDS) supervisor_records_.push_back(rec);
   }
   // A master kept open past EOF (see handle_readable) can go now: nobody is left to SIGHUP.
   if (opts_.tty && outputs_[0].closed) outputs_[0].fd.reset();

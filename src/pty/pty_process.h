@@ -36,6 +36,7 @@
 #include "loop/timer.h"
 #include "loop/uv_handle.h"
 #include "pty/child_reaper.h"
+#include "pty/seccomp_listener.h"
 #include "pty/supervisor_protocol.h"
 #include "pty/exit_status.h"
 #include "pty/spawn.h"
@@ -84,7 +85,8 @@ class PtyProcess {
   PtyProcess& operator=(const PtyProcess&) = delete;
 
   pid_t pid() const noexcept { return pid_; }
-  // Supervised (sandboxed) spawns: what the sandbox's init recorded denying; valid after exit.
+  // Sandboxed spawns: what the sandbox's init (supervised) or the manager's seccomp listener
+  // (Landlock-only) recorded denying; valid after exit.
   const std::vector<uexec_sup_record>& supervisor_records() const noexcept { return supervisor_records_; }
   bool tty() const noexcept { return opts_.tty; }
   bool exited() const noexcept { return exited_; }
@@ -153,6 +155,8 @@ class PtyProcess {
   base::UniqueFd status_;    // supervised spawns: init's records and the command's status
   std::vector<uexec_sup_record> supervisor_records_;
   std::shared_ptr<const void> keep_;  // SpawnSpec::keep
+  // The listener of SpawnSpec::seccomp_listener_channel (a socket in keep_: declared after it).
+  std::unique_ptr<SeccompListener> seccomp_;
   loop::UvHandle<uv_poll_t> stdin_poll_;
   bool stdin_armed_ = false;
   std::string pending_in_;   // queued input; bytes before pending_off_ are written

@@ -343,6 +343,13 @@ Result<std::string> resolve_program(const std::string& argv0, const std::vector<
 
 Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
   if (spec.argv.empty()) return Error::invalid("spawn: argv is empty");
+  // execve and chdir would cut these strings at the NUL and run something else (rpc/c_strings.h).
+  auto has_nul = [](const std::string& s) { return s.find('\0') != std::string::npos; };
+  for (std::size_t i = 0; i < spec.argv.size(); ++i)
+    if (has_nul(spec.argv[i])) return Error::invalid("spawn: argv[" + std::to_string(i) + "] holds a NUL byte");
+  for (const auto& kv : spec.env)
+    if (has_nul(kv)) return Error::invalid("spawn: an environment entry holds a NUL byte");
+  if (has_nul(spec.cwd) || has_nul(spec.program)) return Error::invalid("spawn: the cwd or program holds a NUL byte");
   if (stdio.tty < 0 && (stdio.in < 0 || stdio.out < 0 || stdio.err < 0))
     return Error::invalid("spawn: no stdio given");
   if ((stdio.tty >= 0 && stdio.tty <= 2) ||

@@ -71,6 +71,10 @@ struct SpawnSpec {
   // manager sends them on the socket's other end, which `mask_requests` names.
   int supervisor_channel = -1;
   int mask_requests = -1;
+  // Unsupervised sandboxes (Landlock-only, bwrap): a datagram socket on which the command
+  // sends its seccomp listener before it execs, for PtyProcess to answer
+  // (pty/seccomp_listener.h); owned by `keep`. -1: none.
+  int seccomp_listener_channel = -1;
   std::vector<std::string> late_deny;  // absolute deny-read globs to keep masking after launch
   std::shared_ptr<const void> keep;      // owns whatever the steps' args point into
 };

@@ -8,6 +8,7 @@
 
 #include "agent/client_regex.h"
 #include "agent/keys.h"
+#include "rpc/c_strings.h"
 
 namespace uexec::rpc {
 
@@ -208,6 +209,11 @@ json AgentTools::tool_result(const agent::Response& r, bool structured) {
   return out;
 }
 
+std::optional<std::string> AgentTools::field_with_nul(const std::string& name, const json& args) {
+  if (name == "exec_command") return rpc::field_with_nul(args, {"cmd", "workdir", "shell", "prefix_rule", "additional_permissions"});
+  return std::nullopt;
+}
+
 bool AgentTools::call(const std::string& name, const json& args_json, bool structured, Done finish,
                       agent::CallId* call_id, std::function<void(std::string_view)> on_delta,
                       std::shared_ptr<policy::ToolOrchestrator> approvals) {
@@ -218,6 +224,8 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
     finish(tool_result(*r, structured));
   };
   auto track = [&](agent::CallId cid) { *call_id = cid; };
+  if (auto f = field_with_nul(name, args_json))
+    return tool_error(fmt::format("{} failed: {}", name, nul_field_message(*f))), true;
   if (name == "exec_command") {
     Args a(args_json, {"cmd", "workdir", "shell", "login", "tty", "pipe_stdin", "yield_time_ms", "max_output_tokens",
                        "rows", "cols", "name", "replace", "until", "timeout_ms", "idle_timeout_ms", "view",

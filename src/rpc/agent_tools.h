@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -35,6 +36,10 @@ class AgentTools {
   // [{pid, comm, command, killed}]: a session's lingering processes, for tools and process/*.
   static json lingering(const std::vector<session::LingeringProcess>& l);
   static json error_result(const std::string& text);
+  // The argument of tool `name` that becomes a C string (exec_command's cmd, workdir, shell,
+  // prefix_rule, additional_permissions) and holds a NUL byte (rpc/c_strings.h), or nullopt.
+  // call() refuses such a call; the native exec/* methods check first, to answer -32602.
+  static std::optional<std::string> field_with_nul(const std::string& name, const json& args);
 
  private:
   agent::ExecService& exec_;

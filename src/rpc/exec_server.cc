@@ -24,6 +24,7 @@
 #include "pty/tty_state.h"
 #include "rpc/agent_tools.h"
 #include "rpc/base64.h"
+#include "rpc/c_strings.h"
 #include "rpc/file_uri.h"
 #include "rpc/json_depth.h"
 #include "rpc/sandbox_params.h"
@@ -843,6 +844,8 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
   std::string pid = need_string(params, "processId");
   if (pid.empty() || pid.size() > 256)
     throw ParamError{kInvalidParams, "processId must be 1-256 bytes", {{"kind", "invalidParams"}, {"field", "processId"}}};
+  if (auto f = field_with_nul(params, {"argv", "arg0", "cwd", "env", "envPolicy", "sandbox"}))
+    throw ParamError{kInvalidParams, nul_field_message(*f), {{"kind", "invalidParams"}, {"field", *f}}};
   const json& argv_j = need(params, "argv");
   if (!argv_j.is_array())
     throw ParamError{kInvalidParams, "invalid type for `argv`: expected an array of strings", {{"kind", "invalidParams"}, {"field", "argv"}}};
@@ -1525,6 +1528,8 @@ void ExecServer::Connection::m_exec(const json& id, const std::string& tool, con
       };
     }
   }
+  if (auto f = AgentTools::field_with_nul(tool, args))
+    throw ParamError{kInvalidParams, nul_field_message(*f), {{"kind", "invalidParams"}, {"field", *f}}};
   struct Pending {
     agent::CallId id = 0;
     bool done = false;

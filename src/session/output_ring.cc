@@ -78,12 +78,25 @@ void OutputRing::evict_tail_before(Offset new_tail_start) {
     ++tail_page0_;
   }
   if (tail_pages_.empty()) tail_page0_ = first_needed;
-  while (!tail_index_.empty() && tail_index_.front().offset + tail_index_.front().len <= new_tail_start)
+  while (!tail_index_.empty() && tail_index_.front().offset + tail_index_.front().len <= new_tail_start) {
+    note_evicted_start(tail_index_.front().seq, tail_index_.front().offset);
     tail_index_.pop_front();
+  }
   if (!tail_index_.empty() && tail_index_.front().offset < new_tail_start) {
     Entry& e = tail_index_.front();
+    note_evicted_start(e.seq, e.offset);
     e.len -= new_tail_start - e.offset;
     e.offset = new_tail_start;
+  }
+}
+
+void OutputRing::note_evicted_start(Seq seq, Offset offset) {
+  // A chunk cut before (its start noted then) and now evicted whole is noted once.
+  if (!evicted_starts_.empty() && evicted_starts_.back().seq == seq) return;
+  evicted_starts_.push_back(EvictedStart{seq, offset});
+  if (evicted_starts_.size() > kMaxIndexEntries) {
+    evicted_starts_.pop_front();
+    evicted_starts_dropped_ = true;
   }
 }
 
@@ -134,6 +147,7 @@ void OutputRing::append(Seq seq, Stream stream, std::span<const std::byte> bytes
     Offset keep_from = std::max<Offset>(head_, end > tail_ ? end - tail_ : 0);
     evict_tail_before(keep_from);
     if (keep_from > off) {  // a chunk longer than the tail budget leaves its last T bytes
+      note_evicted_start(seq, off);
       bytes = bytes.subspan(static_cast<std::size_t>(keep_from - off));
       off = keep_from;
     }
@@ -234,15 +248,16 @@ ReadResult OutputRing::read_from(Offset cursor, std::size_t max) const {
 
 Offset OutputRing::offset_after_seq(Seq after) const noexcept {
   auto first_after = [after](const auto& index) {
-    return std::upper_bound(index.begin(), index.end(), after, [](Seq s, const Entry& e) { return s < e.seq; });
+    return std::upper_bound(index.begin(), index.end(), after, [](Seq s, const auto& e) { return s < e.seq; });
   };
   if (auto it = first_after(head_index_); it != head_index_.end()) return it->offset;
+  if (auto it = first_after(evicted_starts_); it != evicted_starts_.end()) {
+    // Older than every start still known: somewhere in the forgotten part, at most the head's end.
+    if (it == evicted_starts_.begin() && evicted_starts_dropped_) return head_end();
+    return it->offset;
+  }
   auto it = first_after(tail_index_);
-  if (it == tail_index_.end()) return total_;
-  // `after` is before the tail's first chunk: what followed it up to the tail was evicted, so
-  // the position is the end of the head, and a read from there reports the gap.
-  if (it == tail_index_.begin() && evicted() > 0) return head_end();
-  return it->offset;
+  return it == tail_index_.end() ? total_ : it->offset;
 }
 
 std::string OutputRing::render() const {
@@ -257,7 +272,8 @@ std::string OutputRing::render() const {
 std::size_t OutputRing::memory_bytes() const noexcept {
   std::size_t pages = head_pages_.size() + tail_pages_.size() + (spare_ ? 1 : 0);
   std::size_t short_first = head_pages_.empty() ? 0 : kPageSize - head0_cap_;
-  return pages * kPageSize - short_first + (head_index_.size() + tail_index_.size()) * sizeof(Entry);
+  return pages * kPageSize - short_first + (head_index_.size() + tail_index_.size()) * sizeof(Entry) +
+         evicted_starts_.size() * sizeof(EvictedStart);
 }
 
 }  // namespace uexec::session

@@ -12,11 +12,19 @@
 // Storage is 4 KiB pages allocated on first use (a silent session holds none; the first page
 // grows from 256 bytes, so a prompt costs little), so page memory is bounded by `retain` plus
 // two pages whatever the child writes, and the chunk indexes by 2 x kMaxIndexEntries entries
-// (32 bytes each) when chunks are tiny. Each read(2) is one chunk
+// (32 bytes each) plus kMaxIndexEntries evicted starts (16 bytes each) when chunks are tiny.
+// Each read(2) is one chunk
 // with the session's seq; a chunk index per region maps offsets back to (seq, stream), and
 // is capped (kMaxIndexEntries) by merging its oldest entries, so metadata stays bounded
 // too. The cost of the cap: when more than that many chunks are retained in a region, the
 // oldest merged entries report the later chunk's seq (and, for pipes, the first one's stream).
+//
+// A chunk that leaves the tail keeps its (seq, start offset), the newest kMaxIndexEntries of
+// them (16 bytes each), so that a reader that names the last seq it saw (process/read's
+// afterSeq) gets a cursor exactly where it stopped, and a read from there counts as its gap
+// the bytes that reader missed, not everything evicted so far. A reader further behind than
+// those entries gets the head's end: its gap then counts at most what was evicted before it
+// stopped too (an over-count, never an under-count).
 //
 // Subscriptions are notifiers: append() and notify() wake each subscriber once; the
 // subscriber then reads from its own cursor. A Subscription is RAII and safe whichever of it
@@ -89,9 +97,10 @@ class OutputRing {
   // Bytes at or after `cursor`, at most `max` (SIZE_MAX: all); `gap` counts evicted bytes
   // skipped before them. A read stops at the end of the head when the middle was evicted.
   ReadResult read_from(Offset cursor, std::size_t max) const;
-  // The offset of the first retained byte whose chunk seq is > `after` (total() if none).
-  // A seq before the tail's first chunk, with bytes evicted, maps to the head's end, so that a
-  // read from there reports the evicted middle as its gap (it may count bytes `after` saw).
+  // Where the output after chunk `after` starts: the offset of the first byte whose chunk seq
+  // is > `after` (total() if none), also when that byte was evicted, so a read from there
+  // reports exactly what followed `after` and is gone as its gap. A seq older than the evicted
+  // chunks still known (see above) maps to the head's end.
   Offset offset_after_seq(Seq after) const noexcept;
   // The retained output as text: head, then "\n... N bytes omitted ...\n" when the middle
   // was evicted, then the tail.
@@ -119,12 +128,17 @@ class OutputRing {
     Stream stream;
   };
   using Page = std::unique_ptr<std::byte[]>;
+  struct EvictedStart {  // a chunk whose first byte was evicted
+    Seq seq;
+    Offset offset;
+  };
 
   Page take_page();
   void write_head(Offset off, std::span<const std::byte> bytes);
   void write_tail(Offset off, std::span<const std::byte> bytes);
   void evict_tail_before(Offset new_tail_start);
   static void push_entry(base::LazyDeque<Entry>& index, const Entry& e);
+  void note_evicted_start(Seq seq, Offset offset);
   void collect(const base::LazyDeque<Entry>& index, Offset from, Offset to, ReadResult& out) const;
   const std::byte* byte_at(Offset off) const noexcept;
   void remove(Subscription* sub) noexcept;
@@ -139,6 +153,8 @@ class OutputRing {
   std::uint64_t tail_page0_ = 0;  // page number (counted from offset H) of tail_pages_[0]
   Page spare_;                    // one evicted page kept for reuse: no malloc churn in a flood
   base::LazyDeque<Entry> head_index_, tail_index_;
+  base::LazyDeque<EvictedStart> evicted_starts_;  // oldest first, at most kMaxIndexEntries
+  bool evicted_starts_dropped_ = false;            // older ones were forgotten
   std::vector<Subscription*> subs_;
   int notifying_ = 0;
   bool subs_dirty_ = false;

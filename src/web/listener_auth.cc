@@ -32,6 +32,32 @@ bool valid_port(std::string_view p) {
 
 }  // namespace
 
+std::string subprotocol_problem(std::string_view value, std::string_view served) {
+  // The limits of libwebsockets' lws_process_ws_upgrade: a 128-byte copy of the whole list
+  // (one byte for the NUL), a 64-byte copy of each name.
+  constexpr std::size_t kMaxList = 126, kMaxName = 63;
+  if (value.find_first_not_of(" \t,") == std::string_view::npos) return {};
+  if (value.size() > kMaxList)
+    return fmt::format("the Sec-WebSocket-Protocol list is {} bytes, more than this server reads ({}); offer `{}` "
+                       "first, or send the token as `Authorization: Bearer <token>`",
+                       value.size(), kMaxList, served);
+  std::size_t pos = 0;
+  while (pos <= value.size()) {
+    std::size_t comma = value.find(',', pos);
+    std::string_view name = value.substr(pos, comma == std::string_view::npos ? std::string_view::npos : comma - pos);
+    while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+    if (name == served) return {};
+    if (name.size() > kMaxName)
+      return fmt::format("an offered subprotocol is {} bytes, more than this server reads ({}); offer `{}` first",
+                         name.size(), kMaxName, served);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return fmt::format("the WebSocket subprotocol `{}` was not offered; offer it (beside `uexec.auth.<token>`, "
+                     "if that is how the token is sent)", served);
+}
+
 bool is_loopback_host(std::string_view host) {
   std::string h(host);
   if (h.size() >= 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);

@@ -10,6 +10,12 @@
 //   "127.0.0.1:8022" "localhost" "[::1]:8022" "LOCALHOST."   → allowed
 //   "evil.example:8022" "" "[::1" "a b" "host:port:x"       → refused
 //
+// The subprotocol check: libwebsockets (4.1) picks the first offered WebSocket subprotocol it
+// serves and, when none matches, just closes the connection; it also closes it when the
+// Sec-WebSocket-Protocol list is 127 bytes or longer, or when a name before the match is 64
+// bytes or longer (what it copies them into). The listener answers those upgrades with an
+// HTTP status first: `uexec.auth.<token>` alone, without `uexec.v1`, then says what to offer.
+//
 // The token file (--token-file PATH): the listener's token, read once at start; the file must
 // exist, belong to the server's user, not be readable or writable by group or others, and hold
 // a non-empty token (one trailing newline, "\n" or "\r\n", is stripped).
@@ -39,6 +45,11 @@ bool is_loopback_host(std::string_view host);
 // Whether an upgrade whose Host header is `value` may proceed: a loopback name or address, or
 // one of `allowed` (as parse_allowed_host returns them).
 bool host_allowed(std::string_view value, const std::vector<std::string>& allowed);
+
+// Why libwebsockets would drop an upgrade offering the subprotocols `value` (the
+// Sec-WebSocket-Protocol header; empty: none offered, which is fine) when it serves `served`:
+// a sentence for the client, or empty when the upgrade can proceed.
+std::string subprotocol_problem(std::string_view value, std::string_view served);
 
 // The token in `path` (see above); an Error naming the file and the problem.
 [[nodiscard]] base::Result<std::string> read_token_file(const std::string& path);

@@ -38,6 +38,8 @@ struct WsServer::Conn {
 
 namespace {
 
+constexpr char kSubprotocol[] = "uexec.v1";  // the one WebSocket subprotocol served
+
 struct Pss {
   WsServer::Conn* conn;
 };
@@ -173,6 +175,9 @@ Refusal check_upgrade(struct lws* wsi, const WsServer& server) {
                         sent ? "the token sent does not match this server's" : "this uexec WebSocket needs a token",
                         o.token_hint.empty() ? "The token is the one this server was started with." : o.token_hint)};
   }
+  // Checked last, so that a wrong token is a 401 whatever else was offered.
+  if (std::string why = subprotocol_problem(header(wsi, WSI_TOKEN_PROTOCOL), kSubprotocol); !why.empty())
+    return {HTTP_STATUS_BAD_REQUEST, fmt::format("400 Bad Request: {}.\n", why)};
   return {};
 }
 
@@ -304,7 +309,7 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
 }
 
 const struct lws_protocols kProtocols[] = {
-    {"uexec.v1", callback, sizeof(Pss), 65536, 0, nullptr, 0},
+    {kSubprotocol, callback, sizeof(Pss), 65536, 0, nullptr, 0},
     {nullptr, nullptr, 0, 0, 0, nullptr, 0},
 };
 

@@ -133,6 +133,44 @@ TEST_CASE("evicted bytes inside a truncation cut are still reported as evicted")
   CHECK(b.omitted[1].length == 100000);
 }
 
+TEST_CASE("a read_output range cut from collected output keeps only the evicted span it covers") {
+  // Offsets 100-104 "head", 104-1104 evicted, 1104-1108 "tail".
+  auto make = [] {
+    Collected c;
+    c.start = 100;
+    c.raw = "headtail";
+    c.gap_at = 4;
+    c.gap = 1000;
+    c.end = 1108;
+    return c;
+  };
+  Collected c = make();
+  trim_collected(c, 104);  // ends where the gap begins: the head only, no gap
+  CHECK(c.raw == "head");
+  CHECK(c.gap == 0);
+  CHECK(c.end == 104);
+  CHECK(render_body(c, 100, 1, true).text == "head");
+  CHECK(render_body(c, 100, 1, true).omitted.empty());
+  c = make();
+  trim_collected(c, 102);
+  CHECK(c.raw == "he");
+  CHECK(c.gap == 0);
+  c = make();
+  trim_collected(c, 604);  // ends inside the gap: the head, then the 500 evicted bytes it covers
+  CHECK(c.raw == "head");
+  CHECK(c.gap == 500);
+  CHECK(c.end == 604);
+  CHECK(render_body(c, 100, 1, true).text == "head\n... 500 bytes omitted ...\n");
+  c = make();
+  trim_collected(c, 1106);  // past the gap: two tail bytes
+  CHECK(c.raw == "headta");
+  CHECK(c.gap == 1000);
+  c = make();
+  trim_collected(c, 5000);  // beyond the end: unchanged
+  CHECK(c.raw == "headtail");
+  CHECK(c.end == 1108);
+}
+
 TEST_CASE("the envelope: chunk id, wall time with 4 decimals, status, token count") {
   Envelope e;
   e.chunk_id = new_chunk_id();

@@ -56,6 +56,22 @@ TEST_CASE("--allow-host: names and addresses; * and URLs are refused, saying why
   CHECK(!web::parse_allowed_host("a b"));
 }
 
+TEST_CASE("subprotocols: what libwebsockets would drop without an answer gets a reason") {
+  CHECK(web::subprotocol_problem("", "uexec.v1").empty());  // none offered: the default protocol
+  CHECK(web::subprotocol_problem("uexec.v1", "uexec.v1").empty());
+  CHECK(web::subprotocol_problem("uexec.auth.abc, uexec.v1", "uexec.v1").empty());
+  CHECK(web::subprotocol_problem(" uexec.v1 ,x", "uexec.v1").empty());
+  CHECK(web::subprotocol_problem("uexec.auth.abc", "uexec.v1").find("`uexec.v1` was not offered") != std::string::npos);
+  CHECK(!web::subprotocol_problem("uexec.v2", "uexec.v1").empty());
+  CHECK(!web::subprotocol_problem("uexec.v1x", "uexec.v1").empty());
+  std::string long_name = "uexec.auth." + std::string(60, 'a');
+  CHECK(web::subprotocol_problem(long_name + ", uexec.v1", "uexec.v1").find("first") != std::string::npos);
+  CHECK(web::subprotocol_problem("uexec.v1, " + long_name, "uexec.v1").empty());  // matched before the long one
+  std::string long_list = "uexec.v1";
+  while (long_list.size() <= 126) long_list += ", filler";
+  CHECK(web::subprotocol_problem(long_list, "uexec.v1").find("more than this server reads") != std::string::npos);
+}
+
 namespace {
 
 struct TokenDir {

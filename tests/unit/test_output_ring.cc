@@ -188,3 +188,55 @@ TEST_CASE("read_from never returns more than max, also across the head/tail boun
   CHECK(r.next == 12);
   CHECK(ring.render() == data);  // the tail is not repeated
 }
+
+TEST_CASE("offset_after_seq: a reader that stopped in what is now evicted resumes exactly there") {
+  OutputRing r(8192);  // head 4096, tail 4096
+  uint64_t seq = 1;
+  for (int i = 0; i < 40; ++i) push(r, seq, std::string(1024, static_cast<char>('a' + i % 26)));  // chunk k at (k-1) KiB
+  CHECK(r.total() == 40 * 1024);
+  CHECK(r.evicted() == 32 * 1024);
+  // A reader that saw chunks 1-10 (10 KiB): it missed chunks 11-36, 26 KiB; not the 32 KiB evicted.
+  auto cursor = r.offset_after_seq(10);
+  CHECK(cursor == 10 * 1024);
+  auto rd = r.read_from(cursor, SIZE_MAX);
+  CHECK(rd.gap == 26 * 1024);
+  CHECK(rd.pieces.front().seq == 37);
+  // One that saw everything up to the head's end misses the whole middle.
+  CHECK(r.read_from(r.offset_after_seq(4), SIZE_MAX).gap == 32 * 1024);
+  // One that saw chunk 36, the last evicted: nothing missed.
+  CHECK(r.offset_after_seq(36) == r.tail_start());
+  CHECK(r.read_from(r.offset_after_seq(36), SIZE_MAX).gap == 0);
+  // In the head and in the tail, as before.
+  CHECK(r.offset_after_seq(2) == 2048);
+  CHECK(r.offset_after_seq(38) == 38 * 1024);
+  CHECK(r.offset_after_seq(40) == r.total());
+}
+
+TEST_CASE("offset_after_seq: a chunk cut by eviction and one longer than the tail resume at their starts") {
+  OutputRing r(8192);  // head 4096, tail 4096
+  uint64_t seq = 1;
+  push(r, seq, std::string(4096, 'h'));  // 1: the head
+  push(r, seq, std::string(3000, 'a'));  // 2: [4096, 7096)
+  push(r, seq, std::string(3000, 'b'));  // 3: [7096, 10096): cuts 2's first 2904 bytes
+  CHECK(r.tail_start() == 10096 - 4096);
+  CHECK(r.offset_after_seq(1) == 4096);  // 2's start, though evicted: the gap is what 1's reader missed
+  CHECK(r.read_from(r.offset_after_seq(1), SIZE_MAX).gap == r.tail_start() - 4096);
+  push(r, seq, std::string(10000, 'c'));  // 4: [10096, 20096), only its last 4096 bytes kept
+  CHECK(r.offset_after_seq(3) == 10096);
+  CHECK(r.read_from(r.offset_after_seq(3), SIZE_MAX).gap == 20096 - 4096 - 10096);
+  CHECK(r.offset_after_seq(2) == 7096);
+}
+
+TEST_CASE("offset_after_seq: a reader behind every evicted start still known gets the head's end") {
+  OutputRing r(2048);  // head 1024, tail 1024
+  uint64_t seq = 1;
+  push(r, seq, std::string(1024, 'h'));
+  const auto n = OutputRing::kMaxIndexEntries + 100;
+  for (std::size_t i = 0; i < n; ++i) push(r, seq, std::string(64, 'x'));
+  // Chunk 2's start was forgotten: the cursor is the head's end, the gap an upper bound.
+  CHECK(r.offset_after_seq(50) == r.head_end());
+  // A recent one is still exact.
+  auto recent = static_cast<uint64_t>(n - 20);  // its chunk starts at 1024 + (recent - 1) * 64
+  CHECK(r.offset_after_seq(recent) == 1024 + (recent - 1) * 64);
+  CHECK(r.memory_bytes() <= 2048 + 2 * 4096 + 2 * OutputRing::kMaxIndexEntries * 40);
+}
