@@ -26,8 +26,8 @@
 #include "rpc/mcp_server.h"
 #include "rpc/unix_server.h"
 #include "session/process_manager.h"
-#include "tools/uexec/commands.h"
-#include "tools/uexec/front_door.h"
+#include "cli/commands.h"
+#include "cli/front_door.h"
 
 extern char** environ;
 

@@ -35,8 +35,8 @@
 #include "policy/sandbox_attempt.h"
 #include "pty/pty_pair.h"
 #include "session/process_manager.h"
-#include "tools/uexec/commands.h"
-#include "tools/uexec/front_door.h"
+#include "cli/commands.h"
+#include "cli/front_door.h"
 
 extern char** environ;
 

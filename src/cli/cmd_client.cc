@@ -28,7 +28,7 @@
 #include "rpc/base64.h"
 #include "rpc/client.h"
 #include "rpc/unix_server.h"
-#include "tools/uexec/commands.h"
+#include "cli/commands.h"
 
 extern char** environ;
 

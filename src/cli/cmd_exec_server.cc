@@ -26,8 +26,8 @@
 #include "rpc/exec_server.h"
 #include "rpc/line_channel.h"
 #include "session/process_manager.h"
-#include "tools/uexec/commands.h"
-#include "tools/uexec/front_door.h"
+#include "cli/commands.h"
+#include "cli/front_door.h"
 #if UEXEC_HAVE_LWS
 #include "web/ws_server.h"
 #endif
