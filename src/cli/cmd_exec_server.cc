@@ -10,10 +10,6 @@
 // only unless --allow-remote, which needs a token (UEXEC_WS_TOKEN or --token-file); browser
 // origins are the loopback ones plus --allow-origin entries, Host names the loopback ones plus
 // the configured hosts (--allow-host); a dropped connection detaches its session.
-#include <signal.h>
-#include <unistd.h>
-
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -21,18 +17,19 @@
 #include <vector>
 
 #include "agent/exec_service.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/host.h"
+#include "cli/sandbox_flags.h"
+#include "cli/session_defaults.h"
+#include "cli/ws_listener_flags.h"
 #include "loop/loop.h"
-#include "loop/signal_watcher.h"
 #include "rpc/exec_server.h"
 #include "rpc/line_channel.h"
 #include "session/process_manager.h"
-#include "cli/commands.h"
-#include "cli/front_door.h"
 #if UEXEC_HAVE_LWS
 #include "web/ws_server.h"
 #endif
-
-extern char** environ;
 
 namespace uexec::cli {
 
@@ -40,36 +37,42 @@ int cmd_exec_server(const std::vector<std::string>& args) {
   std::string listen = "stdio";
   long grace_ms = -1;
   SandboxFlags sandbox;
-  WsFlags ws_flags;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (sandbox.consume(args, i)) continue;
-    if (ws_flags.consume(args, i)) continue;
-    if (args[i] == "--listen" && i + 1 < args.size()) {
-      listen = args[++i];
-    } else if (args[i] == "--shutdown-grace-ms" && i + 1 < args.size()) {
-      grace_ms = std::atol(args[++i].c_str());
-    } else if (args[i] == "-h" || args[i] == "--help") {
-      std::fputs(
-          "usage: uexec exec-server [--listen stdio | --listen ws://IP:PORT [--allow-origin ORIGIN]...\n"
-          "                         [--allow-host HOST]... [--allow-remote] [--token-file PATH]]\n"
-          "                         [--shutdown-grace-ms N] [--sandbox MODE ...]\n"
-          "  The Codex exec-server protocol (process/*, environment/*) plus uexec's extensions,\n"
-          "  one JSON-RPC message per line on stdin/stdout. A Codex client works unchanged.\n"
-          "  --listen ws://IP:PORT serves it over WebSocket instead (port 0 picks one; the URL is\n"
-          "  printed on stdout). Set UEXEC_WS_TOKEN, or give --token-file PATH (it wins), to require\n"
-          "  that token (`Authorization: Bearer <token>` or the subprotocol `uexec.auth.<token>`;\n"
-          "  without it: 401; from a page of another origin, or under a Host name that is not\n"
-          "  ours: 403). With --listen ws://:\n",
-          stdout);
-      std::fputs(WsFlags::kHelp, stdout);
-      std::fputs("  process/start takes its own `sandbox`; these set the default for exec/* (the agent tools):\n",
-                 stdout);
-      std::fputs(SandboxFlags::kHelp, stdout);
-      return 0;
-    } else {
-      std::fprintf(stderr, "uexec exec-server: unknown argument %s\n", args[i].c_str());
-      return kExitUsage;
-    }
+  WsListenerFlags ws_flags;
+  Flags flags(Unmatched::kRefuse, "argument");
+  flags.help();
+  sandbox.declare(flags);
+  ws_flags.declare(flags);
+  flags.value({"--listen"}, [&](const std::string& v) {
+    listen = v;
+    return Flags::Verdict{};
+  });
+  flags.value({"--shutdown-grace-ms"}, [&](const std::string& v) {
+    grace_ms = std::atol(v.c_str());
+    return Flags::Verdict{};
+  });
+  ParsedArgs parsed = flags.parse(args);
+  if (parsed.help) {
+    std::fputs(
+        "usage: uexec exec-server [--listen stdio | --listen ws://IP:PORT [--allow-origin ORIGIN]...\n"
+        "                         [--allow-host HOST]... [--allow-remote] [--token-file PATH]]\n"
+        "                         [--shutdown-grace-ms N] [--sandbox MODE ...]\n"
+        "  The Codex exec-server protocol (process/*, environment/*) plus uexec's extensions,\n"
+        "  one JSON-RPC message per line on stdin/stdout. A Codex client works unchanged.\n"
+        "  --listen ws://IP:PORT serves it over WebSocket instead (port 0 picks one; the URL is\n"
+        "  printed on stdout). Set UEXEC_WS_TOKEN, or give --token-file PATH (it wins), to require\n"
+        "  that token (`Authorization: Bearer <token>` or the subprotocol `uexec.auth.<token>`;\n"
+        "  without it: 401; from a page of another origin, or under a Host name that is not\n"
+        "  ours: 403). With --listen ws://:\n",
+        stdout);
+    std::fputs(WsListenerFlags::kHelp, stdout);
+    std::fputs("  process/start takes its own `sandbox`; these set the default for exec/* (the agent tools):\n",
+               stdout);
+    std::fputs(SandboxFlags::kHelp, stdout);
+    return 0;
+  }
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "uexec exec-server: %s\n", parsed.error.c_str());
+    return kExitUsage;
   }
   if (!sandbox.finish()) {
     std::fprintf(stderr, "uexec exec-server: %s\n", sandbox.error.c_str());
@@ -102,14 +105,14 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     }
     if (const char* t = std::getenv("UEXEC_WS_TOKEN")) wo.token = t;
     wo.token_hint = "It is the UEXEC_WS_TOKEN that `uexec exec-server` was started with.";
-    if (!load_token_file(ws_flags, wo, "uexec exec-server")) return kExitUsage;  // it wins over UEXEC_WS_TOKEN
+    if (!ws_flags.load_token_file(wo, "uexec exec-server")) return kExitUsage;  // it wins over UEXEC_WS_TOKEN
     if (sandbox.profile && wo.token.empty()) {
       // A sandboxed command with the network on could reach this port and start itself a
       // process without the sandbox: a sandbox needs an authenticated listener.
       std::fputs("uexec exec-server: --sandbox with --listen ws:// needs a token (UEXEC_WS_TOKEN or --token-file)\n", stderr);
       return kExitUsage;
     }
-    if (!apply_ws_flags(ws_flags, wo, "uexec exec-server")) return kExitUsage;
+    if (!ws_flags.apply(wo, "uexec exec-server")) return kExitUsage;
   }
 #endif
   std::vector<std::string> env = process_environment();

@@ -9,27 +9,26 @@
 // at start is an error (exit 125). Diagnostics go to stderr only; stdout carries protocol
 // messages.
 #include <signal.h>
-#include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "agent/exec_service.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/host.h"
+#include "cli/sandbox_flags.h"
+#include "cli/session_defaults.h"
 #include "loop/loop.h"
-#include "loop/signal_watcher.h"
 #include "rpc/line_channel.h"
 #include "rpc/mcp_relay.h"
 #include "rpc/mcp_server.h"
 #include "rpc/unix_server.h"
 #include "session/process_manager.h"
-#include "cli/commands.h"
-#include "cli/front_door.h"
-
-extern char** environ;
 
 namespace uexec::cli {
 
@@ -110,21 +109,21 @@ int cmd_mcp(const std::vector<std::string>& args) {
   SandboxFlags sandbox;
   bool connect = false;
   std::string socket_path;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto& a = args[i];
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      std::fputs(SandboxFlags::kHelp, stdout);
-      return 0;
-    }
-    if (a == "--connect" || a.rfind("--connect=", 0) == 0) {
-      connect = true;
-      if (a.size() > 10) socket_path = a.substr(10);
-      else if (i + 1 < args.size() && !args[i + 1].empty() && args[i + 1][0] != '-') socket_path = args[++i];
-      continue;
-    }
-    if (sandbox.consume(args, i)) continue;
-    std::fprintf(stderr, "uexec mcp: unknown option %s\n%s", a.c_str(), kUsage);
+  Flags flags(Unmatched::kRefuse);
+  flags.help();
+  flags.optional_value("--connect", [&](std::optional<std::string> socket) {
+    connect = true;
+    if (socket) socket_path = *socket;
+  });
+  sandbox.declare(flags);
+  ParsedArgs parsed = flags.parse(args);
+  if (parsed.help) {
+    std::fputs(kUsage, stdout);
+    std::fputs(SandboxFlags::kHelp, stdout);
+    return 0;
+  }
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "uexec mcp: %s\n%s", parsed.error.c_str(), kUsage);
     return kExitUsage;
   }
   if (!sandbox.finish()) {

@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -19,13 +18,16 @@
 
 #include "agent/exec_service.h"
 #include "base/log.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/host.h"
+#include "cli/sandbox_flags.h"
+#include "cli/session_defaults.h"
+#include "cli/ws_listener_flags.h"
 #include "loop/loop.h"
-#include "loop/signal_watcher.h"
 #include "rpc/exec_server.h"
 #include "rpc/unix_server.h"
 #include "session/process_manager.h"
-#include "cli/commands.h"
-#include "cli/front_door.h"
 #if UEXEC_HAVE_LWS
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -33,52 +35,56 @@
 #include "web/ws_server.h"
 #endif
 
-extern char** environ;
-
 namespace uexec::cli {
 
 int cmd_serve(const std::vector<std::string>& args) {
   std::string socket_path = rpc::default_socket_path();
   std::string ws = "127.0.0.1:8022";
   SandboxFlags sandbox;
-  WsFlags ws_flags;
+  WsListenerFlags ws_flags;
   std::string web_root;
   bool web = true;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (sandbox.consume(args, i)) continue;
-    if (ws_flags.consume(args, i)) continue;
-    if (args[i] == "--socket" && i + 1 < args.size()) {
-      socket_path = args[++i];
-    } else if (args[i] == "--ws" && i + 1 < args.size()) {
-      ws = args[++i];
-    } else if (args[i] == "--no-ws") {
-      ws.clear();
-    } else if (args[i] == "--web-root" && i + 1 < args.size()) {
-      web_root = args[++i];
-    } else if (args[i] == "--no-web") {
-      web = false;
-    } else if (args[i] == "-h" || args[i] == "--help") {
-      std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]\n"
-                 "                   [--allow-origin ORIGIN]... [--allow-host HOST]... [--allow-remote]\n"
-                 "                   [--token-file PATH] [--sandbox MODE ...]\n"
-                 "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
-                 "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (a fresh token in\n"
-                 "  <socket dir>/token, or --token-file's), which also serves the web terminal at\n"
-                 "  http://127.0.0.1:8022/ (open the URL it prints: the token rides in its #fragment).\n"
-                 "  --web-root: the page's directory (default $UEXEC_WEB_ROOT, else the source tree's\n"
-                 "  src/web/page).\n"
-                 "  A WebSocket client sends the token as `Authorization: Bearer <token>` or, from a\n"
-                 "  browser, as the subprotocol `uexec.auth.<token>`; without it: 401, from a page of\n"
-                 "  another origin or under a Host name that is not ours: 403.\n",
-                 stdout);
-      std::fputs(WsFlags::kHelp, stdout);
-      std::fputs("  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
-      std::fputs(SandboxFlags::kHelp, stdout);
-      return 0;
-    } else {
-      std::fprintf(stderr, "uexec serve: unknown argument %s\n", args[i].c_str());
-      return kExitUsage;
-    }
+  Flags flags(Unmatched::kRefuse, "argument");
+  flags.help();
+  sandbox.declare(flags);
+  ws_flags.declare(flags);
+  flags.value({"--socket"}, [&](const std::string& v) {
+    socket_path = v;
+    return Flags::Verdict{};
+  });
+  flags.value({"--ws"}, [&](const std::string& v) {
+    ws = v;
+    return Flags::Verdict{};
+  });
+  flags.on({"--no-ws"}, [&] { ws.clear(); });
+  flags.value({"--web-root"}, [&](const std::string& v) {
+    web_root = v;
+    return Flags::Verdict{};
+  });
+  flags.on({"--no-web"}, [&] { web = false; });
+  ParsedArgs parsed = flags.parse(args);
+  if (parsed.help) {
+    std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]\n"
+               "                   [--allow-origin ORIGIN]... [--allow-host HOST]... [--allow-remote]\n"
+               "                   [--token-file PATH] [--sandbox MODE ...]\n"
+               "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
+               "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (a fresh token in\n"
+               "  <socket dir>/token, or --token-file's), which also serves the web terminal at\n"
+               "  http://127.0.0.1:8022/ (open the URL it prints: the token rides in its #fragment).\n"
+               "  --web-root: the page's directory (default $UEXEC_WEB_ROOT, else the source tree's\n"
+               "  src/web/page).\n"
+               "  A WebSocket client sends the token as `Authorization: Bearer <token>` or, from a\n"
+               "  browser, as the subprotocol `uexec.auth.<token>`; without it: 401, from a page of\n"
+               "  another origin or under a Host name that is not ours: 403.\n",
+               stdout);
+    std::fputs(WsListenerFlags::kHelp, stdout);
+    std::fputs("  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
+    std::fputs(SandboxFlags::kHelp, stdout);
+    return 0;
+  }
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "uexec serve: %s\n", parsed.error.c_str());
+    return kExitUsage;
   }
   if (!sandbox.finish()) {
     std::fprintf(stderr, "uexec serve: %s\n", sandbox.error.c_str());
@@ -94,8 +100,8 @@ int cmd_serve(const std::vector<std::string>& args) {
     }
     // Always a token: nothing listens on TCP without one. Fresh, or from --token-file.
     if (ws_flags.token_file.empty()) wo.token = web::new_token();
-    else if (!load_token_file(ws_flags, wo, "uexec serve")) return kExitUsage;
-    if (!apply_ws_flags(ws_flags, wo, "uexec serve")) return kExitUsage;
+    else if (!ws_flags.load_token_file(wo, "uexec serve")) return kExitUsage;
+    if (!ws_flags.apply(wo, "uexec serve")) return kExitUsage;
   } else if (ws_flags.any()) {
     std::fputs("uexec serve: --allow-origin, --allow-host, --allow-remote and --token-file apply to the WebSocket "
                "listener, and --no-ws turns it off\n",
