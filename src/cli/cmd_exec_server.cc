@@ -16,20 +16,11 @@
 #include <string>
 #include <vector>
 
-#include "agent/exec_service.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/host.h"
 #include "cli/sandbox_flags.h"
-#include "cli/session_defaults.h"
 #include "cli/ws_listener_flags.h"
-#include "loop/loop.h"
-#include "rpc/exec_server.h"
-#include "rpc/line_channel.h"
-#include "session/process_manager.h"
-#if UEXEC_HAVE_LWS
-#include "web/ws_server.h"
-#endif
 
 namespace uexec::cli {
 
@@ -115,78 +106,35 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     if (!ws_flags.apply(wo, "uexec exec-server")) return kExitUsage;
   }
 #endif
-  std::vector<std::string> env = process_environment();
-  std::string cwd = current_directory();
-
-  loop::Loop loop;
-  base::Config cfg;
-  if (!containment_from_env(cfg, "uexec exec-server")) return kExitUsage;
-  cfg.close_drain = std::chrono::milliseconds{1000};  // protocol closeDrainMs
-  if (grace_ms > 0) cfg.terminate_grace = std::chrono::milliseconds{grace_ms};
-  auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
-  auto exec = std::make_unique<agent::ExecService>(*pm, env, cwd);
-  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend, sandbox.approval);
-  rpc::ExecServerOptions opts;
-  opts.daemon = ws;  // over WebSocket a dropped connection detaches its session (resume within the TTL)
-  auto server = std::make_unique<rpc::ExecServer>(*pm, exec.get(), env, cwd, opts);
+  HostOptions ho;
+  ho.who = "uexec exec-server";
+  ho.sandbox = &sandbox;
+  if (grace_ms > 0) ho.terminate_grace = std::chrono::milliseconds{grace_ms};
+  ho.exec_server.emplace();
+  ho.exec_server->daemon = ws;  // over WebSocket a dropped connection detaches its session (resume within the TTL)
+  auto host = Host::create(ho);
+  if (!host) return kExitUsage;
 #if UEXEC_HAVE_LWS
   if (ws) {
-    auto wss_owner = std::make_unique<web::WsServer>(loop, *server, wo);
-    web::WsServer& wss = *wss_owner;
-    if (auto r = wss.start(); !r) {
-      std::fprintf(stderr, "uexec exec-server: %s\n", r.error().message().c_str());
+    auto port = host->listen_ws(wo);
+    if (!port) {
+      std::fprintf(stderr, "uexec exec-server: %s\n", port.error().message().c_str());
       return kExitInternal;
     }
     // Codex prints its URL on stdout; so do we, for clients that read it.
     bool v6 = wo.host.find(':') != std::string::npos;
-    std::printf("ws://%s%s%s:%d\n", v6 ? "[" : "", wo.host.c_str(), v6 ? "]" : "", wss.port());
+    std::printf("ws://%s%s%s:%d\n", v6 ? "[" : "", wo.host.c_str(), v6 ? "]" : "", *port);
     std::fflush(stdout);
-    warn_if_remote(wo, wss.port(), "uexec exec-server");
-    bool stopping_ws = false;
-    auto ws_watchers = on_stop_signals(loop, [&] {
-      if (stopping_ws) return;
-      stopping_ws = true;
-      wss.stop();
-      exec->shutdown([] {});
-      server->shutdown(false, [&] { loop.stop(); });
-    });
-    loop.run();
-    ws_watchers.clear();
-    server.reset();
-    exec.reset();
-    pm.reset();
+    warn_if_remote(wo, *port, "uexec exec-server");
+    host->run();
     return 0;
   }
 #endif
-  rpc::LineChannel channel(loop, 0, 1);
-  bool stopping = false;
-  // Above the high watermark stdin is not read (protocol.md §7); no `close`: stdio is never
-  // closed for a stall, its client is the one that started us.
-  auto conn = server->connect({[&](std::string m) { channel.send(std::move(m)); },
-                               [&] { return channel.queued_bytes(); },
-                               [&](std::size_t n, std::function<void()> fn) { channel.when_below(n, std::move(fn)); },
-                               [&](bool on) { on ? channel.resume_reading() : channel.pause_reading(); }});
-  auto stop = [&](bool kill_now) {
-    if (stopping) return;
-    stopping = true;
-    channel.stop_reading();
-    exec->shutdown([] {});
-    server->shutdown(kill_now, [&] { channel.when_flushed([&] { loop.stop(); }); });
-  };
-  channel.on_line = [&](std::string_view line) { conn->handle_line(line); };
-  channel.on_oversize = [&](std::size_t limit) { conn->handle_oversize(limit); };
-  channel.on_eof = [&] { stop(grace_ms <= 0); };
-  auto watchers = on_stop_signals(loop, [&] { stop(false); });
-  if (auto r = channel.start(); !r) {
+  if (auto r = host->serve_stdio(grace_ms <= 0); !r) {
     std::fprintf(stderr, "uexec exec-server: %s\n", r.error().message().c_str());
     return kExitInternal;
   }
-  loop.run();
-  watchers.clear();
-  conn.reset();
-  server.reset();
-  exec.reset();
-  pm.reset();
+  host->run();
   return 0;
 }
 

@@ -8,7 +8,6 @@
 // next to the socket, and browser origins limited to loopback plus --allow-origin entries.
 // SIGTERM/SIGINT terminate every process with the usual escalation, then it exits 0 with
 // nothing left running. Logs go to stderr (UEXEC_LOG sets the level).
-#include <signal.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,18 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "agent/exec_service.h"
 #include "base/log.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/host.h"
 #include "cli/sandbox_flags.h"
-#include "cli/session_defaults.h"
 #include "cli/ws_listener_flags.h"
-#include "loop/loop.h"
-#include "rpc/exec_server.h"
 #include "rpc/unix_server.h"
-#include "session/process_manager.h"
 #if UEXEC_HAVE_LWS
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -109,27 +103,19 @@ int cmd_serve(const std::vector<std::string>& args) {
     return kExitUsage;
   }
 #endif
-  std::vector<std::string> env = process_environment();
-  std::string cwd = current_directory();
-
-  loop::Loop loop;
-  base::Config cfg;
-  if (!containment_from_env(cfg, "uexec serve")) return kExitUsage;
-  cfg.close_drain = std::chrono::milliseconds{1000};
-  auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
-  auto exec = std::make_unique<agent::ExecService>(*pm, env, cwd);
-  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend, sandbox.approval);
-  rpc::ExecServerOptions opts;
-  opts.daemon = true;
-  auto server = std::make_unique<rpc::ExecServer>(*pm, exec.get(), env, cwd, opts);
-  auto unix_server = std::make_unique<rpc::UnixServer>(loop, *server);
-  if (auto r = unix_server->listen(socket_path); !r) {
+  HostOptions ho;
+  ho.who = "uexec serve";
+  ho.sandbox = &sandbox;
+  ho.exec_server.emplace();
+  ho.exec_server->daemon = true;
+  auto host = Host::create(ho);
+  if (!host) return kExitUsage;
+  if (auto r = host->listen_unix(socket_path); !r) {
     std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
     return kExitInternal;
   }
   std::fprintf(stderr, "uexec serve: listening on unix:%s (pid %d)\n", socket_path.c_str(), ::getpid());
 #if UEXEC_HAVE_LWS
-  std::unique_ptr<web::WsServer> ws_server;
   if (!ws.empty()) {
     // A fresh token lives next to the socket, readable by us alone; --token-file's stays where it is.
     std::string token_path = ws_flags.token_file;
@@ -151,44 +137,24 @@ int cmd_serve(const std::vector<std::string>& args) {
       wo.token_hint = "`uexec serve` wrote it to " + token_path + " (readable by its user only).";
     }
     if (web) wo.web_root = web_root.empty() ? web::default_web_root() : web_root;
-    ws_server = std::make_unique<web::WsServer>(loop, *server, wo);
-    if (auto r = ws_server->start(); !r) {
-      std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
+    auto port = host->listen_ws(wo);
+    if (!port) {
+      std::fprintf(stderr, "uexec serve: %s\n", port.error().message().c_str());
       return kExitInternal;
     }
     std::string shown = wo.host.find(':') != std::string::npos ? "[" + wo.host + "]" : wo.host;
-    std::fprintf(stderr, "uexec serve: listening on ws://%s:%d/ (token in %s)\n", shown.c_str(), ws_server->port(),
+    std::fprintf(stderr, "uexec serve: listening on ws://%s:%d/ (token in %s)\n", shown.c_str(), *port,
                  token_path.c_str());
-    warn_if_remote(wo, ws_server->port(), "uexec serve");
+    warn_if_remote(wo, *port, "uexec serve");
     if (!wo.web_root.empty())
-      std::fprintf(stderr, "uexec serve: web terminal at http://%s:%d/#token=%s\n", shown.c_str(), ws_server->port(),
+      std::fprintf(stderr, "uexec serve: web terminal at http://%s:%d/#token=%s\n", shown.c_str(), *port,
                    wo.token.c_str());
   }
 #endif
-
-  bool stopping = false;
-  auto stop = [&] {
-    if (stopping) return;
-    stopping = true;
-    UEXEC_LOG(kWarn, "shutting down: terminating {} processes", server->processes());
-    unix_server.reset();  // no new clients; detaches the connected ones
-#if UEXEC_HAVE_LWS
-    if (ws_server) ws_server->stop();
-#endif
-    exec->shutdown([] {});
-    server->shutdown(false, [&] { loop.stop(); });
+  host->on_stopping = [&] {
+    UEXEC_LOG(kWarn, "shutting down: terminating {} processes", host->server().processes());
   };
-  auto watchers = on_stop_signals(loop, stop);
-  // The listener keeps the loop alive; signal watchers are unref'd.
-  loop.run();
-  watchers.clear();
-  unix_server.reset();
-#if UEXEC_HAVE_LWS
-  ws_server.reset();
-#endif
-  server.reset();
-  exec.reset();
-  pm.reset();
+  host->run();
   std::fprintf(stderr, "uexec serve: stopped\n");
   return 0;
 }
