@@ -1,5 +1,7 @@
-// commands.h: the `uexec` subcommands. main.cc picks one; each wires a Loop, a
-// ProcessManager and what else it needs, and returns the process exit code.
+// commands.h: the `uexec` subcommands. main.cc picks one and returns its exit code. Their
+// flags are read with Flags (flags.h); the long-running front doors (`serve`,
+// `exec-server`, `mcp`) run on a Host (host.h), `run` and `sandbox` on a loop and manager of
+// their own for the one command, and the daemon's clients over its socket.
 #pragma once
 
 #include <string>

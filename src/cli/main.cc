@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/uexec/commands.h"
+#include "cli/commands.h"
 
 namespace {
 

@@ -16,21 +16,21 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/core.h>
 
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/session_defaults.h"
 #include "pty/pty_pair.h"
 #include "rpc/base64.h"
 #include "rpc/client.h"
 #include "rpc/unix_server.h"
-#include "tools/uexec/commands.h"
-
-extern char** environ;
 
 namespace uexec::cli {
 
@@ -103,7 +103,10 @@ void write_out(const std::string& bytes) {
 }
 
 int cmd_ls(const std::vector<std::string>& args) {
-  bool all = !args.empty() && args[0] == "--all";
+  bool all = false;
+  Flags flags(Unmatched::kEndsFlags);  // what follows the first other word is ignored
+  flags.on({"--all"}, [&] { all = true; });
+  (void)flags.parse(args);
   auto c = connect();
   if (!c) return kExitInternal;
   auto list = c->call("process/list", {{"all", true}});
@@ -127,14 +130,14 @@ int cmd_ls(const std::vector<std::string>& args) {
 int cmd_start(const std::vector<std::string>& args) {
   bool tty = false;
   std::string cwd;
-  std::size_t i = 0;
-  for (; i < args.size(); ++i) {
-    if (args[i] == "--tty" || args[i] == "-t") tty = true;
-    else if (args[i] == "--cwd" && i + 1 < args.size()) cwd = args[++i];
-    else if (args[i] == "--") { ++i; break; }
-    else break;
-  }
-  std::vector<std::string> argv(args.begin() + static_cast<long>(i), args.end());
+  Flags flags(Unmatched::kEndsFlags);  // the command starts at its first word (`--` is optional)
+  flags.double_dash_ends_flags();
+  flags.on({"--tty", "-t"}, [&] { tty = true; });
+  flags.value({"--cwd"}, [&](const std::string& v) {
+    cwd = v;
+    return Flags::Verdict{};
+  });
+  std::vector<std::string> argv = flags.parse(args).rest;
   if (argv.empty()) {
     std::fputs("usage: uexec start [--tty] [--cwd DIR] -- CMD [ARG...]\n", stderr);
     return kExitUsage;
@@ -142,15 +145,11 @@ int cmd_start(const std::vector<std::string>& args) {
   auto c = connect(-1);  // what we start keeps running after we disconnect
   if (!c) return kExitInternal;
   json env = json::object();
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
+  for (const auto& kv : process_environment()) {
     auto eq = kv.find('=');
     if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
   }
-  if (cwd.empty()) {
-    char buf[PATH_MAX];
-    cwd = ::getcwd(buf, sizeof buf) ? buf : "/";
-  }
+  if (cwd.empty()) cwd = current_directory();
   std::string pid = fmt::format("p{}", ::getpid());
   auto r = c->call("process/start", {{"processId", pid}, {"argv", argv}, {"cwd", cwd}, {"env", env}, {"tty", tty},
                                      {"pipeStdin", !tty}, {"subscribe", false}});
@@ -164,8 +163,9 @@ int cmd_start(const std::vector<std::string>& args) {
 
 int cmd_send(const std::vector<std::string>& args) {
   bool newline = true;
-  std::vector<std::string> pos;
-  for (const auto& a : args) (a == "--no-newline" || a == "-n") ? void(newline = false) : pos.push_back(a);
+  Flags flags(Unmatched::kCollect);
+  flags.on({"--no-newline", "-n"}, [&] { newline = false; });
+  std::vector<std::string> pos = flags.parse(args).rest;
   if (pos.size() != 2) {
     std::fputs("usage: uexec send ID TEXT [--no-newline]\n", stderr);
     return kExitUsage;
@@ -186,11 +186,12 @@ int cmd_send(const std::vector<std::string>& args) {
 
 int cmd_kill(const std::vector<std::string>& args) {
   std::string sig;
-  std::vector<std::string> pos;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if ((args[i] == "--signal" || args[i] == "-s") && i + 1 < args.size()) sig = args[++i];
-    else pos.push_back(args[i]);
-  }
+  Flags flags(Unmatched::kCollect);
+  flags.value({"--signal", "-s"}, [&](const std::string& v) {
+    sig = v;
+    return Flags::Verdict{};
+  });
+  std::vector<std::string> pos = flags.parse(args).rest;
   if (pos.size() != 1) {
     std::fputs("usage: uexec kill ID [--signal interrupt|terminate|kill|hangup|quit|suspend|continue]\n", stderr);
     return kExitUsage;
@@ -240,8 +241,9 @@ int stream(rpc::Client& c, const Target& t) {
 
 int cmd_logs(const std::vector<std::string>& args) {
   bool follow = false;
-  std::vector<std::string> pos;
-  for (const auto& a : args) (a == "--follow" || a == "-f") ? void(follow = true) : pos.push_back(a);
+  Flags flags(Unmatched::kCollect);
+  flags.on({"--follow", "-f"}, [&] { follow = true; });
+  std::vector<std::string> pos = flags.parse(args).rest;
   if (pos.size() != 1) {
     std::fputs("usage: uexec logs ID [--follow]\n", stderr);
     return kExitUsage;

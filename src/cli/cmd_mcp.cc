@@ -9,27 +9,21 @@
 // at start is an error (exit 125). Diagnostics go to stderr only; stdout carries protocol
 // messages.
 #include <signal.h>
-#include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
-#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "agent/exec_service.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/host.h"
+#include "cli/sandbox_flags.h"
 #include "loop/loop.h"
-#include "loop/signal_watcher.h"
 #include "rpc/line_channel.h"
 #include "rpc/mcp_relay.h"
-#include "rpc/mcp_server.h"
 #include "rpc/unix_server.h"
-#include "session/process_manager.h"
-#include "tools/uexec/commands.h"
-#include "tools/uexec/front_door.h"
-
-extern char** environ;
 
 namespace uexec::cli {
 
@@ -110,21 +104,21 @@ int cmd_mcp(const std::vector<std::string>& args) {
   SandboxFlags sandbox;
   bool connect = false;
   std::string socket_path;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    const auto& a = args[i];
-    if (a == "-h" || a == "--help") {
-      std::fputs(kUsage, stdout);
-      std::fputs(SandboxFlags::kHelp, stdout);
-      return 0;
-    }
-    if (a == "--connect" || a.rfind("--connect=", 0) == 0) {
-      connect = true;
-      if (a.size() > 10) socket_path = a.substr(10);
-      else if (i + 1 < args.size() && !args[i + 1].empty() && args[i + 1][0] != '-') socket_path = args[++i];
-      continue;
-    }
-    if (sandbox.consume(args, i)) continue;
-    std::fprintf(stderr, "uexec mcp: unknown option %s\n%s", a.c_str(), kUsage);
+  Flags flags(Unmatched::kRefuse);
+  flags.help();
+  flags.optional_value("--connect", [&](std::optional<std::string> socket) {
+    connect = true;
+    if (socket) socket_path = *socket;
+  });
+  sandbox.declare(flags);
+  ParsedArgs parsed = flags.parse(args);
+  if (parsed.help) {
+    std::fputs(kUsage, stdout);
+    std::fputs(SandboxFlags::kHelp, stdout);
+    return 0;
+  }
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "uexec mcp: %s\n%s", parsed.error.c_str(), kUsage);
     return kExitUsage;
   }
   if (!sandbox.finish()) {
@@ -151,39 +145,16 @@ int cmd_mcp(const std::vector<std::string>& args) {
     }
     return run_connected(socket_path);
   }
-  std::vector<std::string> env = process_environment();
-  std::string cwd = current_directory();
-
-  loop::Loop loop;
-  base::Config cfg;
-  if (!containment_from_env(cfg, "uexec mcp")) return kExitUsage;
-  cfg.close_drain = std::chrono::milliseconds{1000};  // docs/agent.md §1.1
-  auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
-  auto exec = std::make_unique<agent::ExecService>(*pm, std::move(env), cwd);
-  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend, sandbox.approval);
-  rpc::LineChannel channel(loop, 0, 1);
-  rpc::McpServer server(*exec, [&](std::string msg) { channel.send(std::move(msg)); });
-
-  bool stopping = false;
-  auto stop = [&] {
-    if (stopping) return;
-    stopping = true;
-    channel.stop_reading();
-    server.deny_pending_approvals();  // nobody is left to answer them
-    exec->shutdown([&] { channel.when_flushed([&] { loop.stop(); }); });
-  };
-  channel.on_line = [&](std::string_view line) { server.handle_line(line); };
-  channel.on_oversize = [&](std::size_t limit) { server.handle_oversize(limit); };
-  channel.on_eof = stop;
-  auto watchers = on_stop_signals(loop, stop);
-  if (auto r = channel.start(); !r) {
+  HostOptions ho;
+  ho.who = "uexec mcp";
+  ho.sandbox = &sandbox;
+  auto host = Host::create(ho);
+  if (!host) return kExitUsage;
+  if (auto r = host->serve_mcp_stdio(); !r) {
     std::fprintf(stderr, "uexec mcp: %s\n", r.error().message().c_str());
     return kExitInternal;
   }
-  loop.run();
-  watchers.clear();
-  exec.reset();
-  pm.reset();
+  host->run();
   return 0;
 }
 

@@ -16,9 +16,9 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -26,6 +26,9 @@
 #include <vector>
 
 #include "base/log.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/session_defaults.h"
 #include "loop/loop.h"
 #include "loop/signal_watcher.h"
 #include "loop/timer.h"
@@ -36,10 +39,6 @@
 #include "policy/sandbox_attempt.h"
 #include "pty/pty_pair.h"
 #include "session/process_manager.h"
-#include "tools/uexec/commands.h"
-#include "tools/uexec/front_door.h"
-
-extern char** environ;
 
 namespace uexec::cli {
 namespace {
@@ -119,84 +118,75 @@ std::optional<base::PtySize> parse_size(const std::string& s) {
   return base::PtySize{static_cast<unsigned short>(rows), static_cast<unsigned short>(cols)};
 }
 
-// Returns an error text, or empty on success.
-std::string parse(const std::vector<std::string>& args, Options& o) {
-  std::size_t i = 0;
-  auto value = [&](const std::string& flag) -> std::optional<std::string> {
-    if (i + 1 >= args.size()) return std::nullopt;
-    (void)flag;
-    return args[++i];
+// Reads `args` into `o`: help, an error text, or the command line in o.argv.
+ParsedArgs parse(const std::vector<std::string>& args, Options& o) {
+  Flags flags(Unmatched::kEndsFlagsUnlessDashed);  // the command starts at its first word (`--` is optional)
+  flags.double_dash_ends_flags().help();
+  auto needs_value = [](const char* flag) { return [flag] { return std::string(flag) + " needs a value"; }; };
+  flags.on({"--tty", "-t"}, [&] { o.tty = true; });
+  flags.on({"--log-denials"}, [&] { o.log_denials = true; });
+  flags.on({"--private-tmp"}, [&] { o.private_tmp = true; });
+  flags.on({"--check"}, [&] { o.check = true; });
+  auto take_mode = [&](const std::string& v) -> Flags::Verdict {
+    auto m = policy::parse_sandbox_mode(v);
+    if (!m) return m.error().context;
+    o.mode = *m;
+    return {};
   };
-  for (; i < args.size(); ++i) {
-    const std::string& a = args[i];
-    if (a == "--") {
-      ++i;
-      break;
-    }
-    if (a == "--tty" || a == "-t") {
-      o.tty = true;
-    } else if (a == "--log-denials") {
-      o.log_denials = true;
-    } else if (a == "--private-tmp") {
-      o.private_tmp = true;
-    } else if (a == "--check") {
-      o.check = true;
-    } else if (a == "--sandbox" || a == "--mode" || a == "--writable" || a == "--deny-read" ||
-               a == "--network" || a == "--backend" || a == "--approval") {
-      auto v = value(a);
-      if (!v) return a + " needs a value";
-      if (a == "--approval") {
-        auto p = policy::parse_approval_policy(*v);
-        if (!p) return p.error().context;
-        o.approval = *p;
-      } else if (a == "--sandbox" || a == "--mode") {
-        auto m = policy::parse_sandbox_mode(*v);
-        if (!m) return m.error().context;
-        o.mode = *m;
-      } else if (a == "--writable") {
-        o.writable.push_back(*v);
-      } else if (a == "--deny-read") {
-        if (v->empty()) return "--deny-read needs a glob";
-        o.deny_read.push_back(*v);
-      } else if (a == "--network") {
-        if (*v != "on" && *v != "off") return "--network needs on or off, got '" + *v + "'";
-        o.network = *v == "on";
-      } else {
-        auto b = policy::parse_backend(*v);
-        if (!b) return b.error().context;
-        o.backend = *b;
-      }
-    } else if (a == "--cwd" || a == "--env" || a == "--size") {
-      auto v = value(a);
-      if (!v) return a + " needs a value";
-      if (a == "--cwd") o.cwd = *v;
-      if (a == "--env") {
-        if (v->find('=') == std::string::npos || v->front() == '=') return "--env needs NAME=VALUE, got '" + *v + "'";
-        o.env_overrides.push_back(*v);
-      }
-      if (a == "--size") {
-        o.size = parse_size(*v);
-        if (!o.size) return "--size needs ROWSxCOLS (1-1000 each), got '" + *v + "'";
-      }
-    } else if (a == "-h" || a == "--help") {
-      return "help";
-    } else if (!a.empty() && a[0] == '-') {
-      return "unknown option " + a;
-    } else {
-      break;  // the command starts here (the `--` is optional)
-    }
-  }
-  o.argv.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-  if (o.argv.empty() && !o.check) return "no command given";
-  if (!o.mode && (!o.writable.empty() || !o.deny_read.empty() || o.network || o.private_tmp ||
-                  o.backend != policy::Backend::kAuto || o.approval != policy::ApprovalPolicy::kNever))
-    return "sandbox options need --sandbox MODE";
-  return {};
+  flags.value({"--sandbox"}, take_mode, needs_value("--sandbox"));
+  flags.value({"--mode"}, take_mode, needs_value("--mode"));
+  flags.value({"--writable"}, [&](const std::string& v) -> Flags::Verdict {
+    o.writable.push_back(v);
+    return {};
+  }, needs_value("--writable"));
+  flags.value({"--deny-read"}, [&](const std::string& v) -> Flags::Verdict {
+    if (v.empty()) return "--deny-read needs a glob";
+    o.deny_read.push_back(v);
+    return {};
+  }, needs_value("--deny-read"));
+  flags.value({"--network"}, [&](const std::string& v) -> Flags::Verdict {
+    if (v != "on" && v != "off") return "--network needs on or off, got '" + v + "'";
+    o.network = v == "on";
+    return {};
+  }, needs_value("--network"));
+  flags.value({"--backend"}, [&](const std::string& v) -> Flags::Verdict {
+    auto b = policy::parse_backend(v);
+    if (!b) return b.error().context;
+    o.backend = *b;
+    return {};
+  }, needs_value("--backend"));
+  flags.value({"--approval"}, [&](const std::string& v) -> Flags::Verdict {
+    auto p = policy::parse_approval_policy(v);
+    if (!p) return p.error().context;
+    o.approval = *p;
+    return {};
+  }, needs_value("--approval"));
+  flags.value({"--cwd"}, [&](const std::string& v) -> Flags::Verdict {
+    o.cwd = v;
+    return {};
+  }, needs_value("--cwd"));
+  flags.value({"--env"}, [&](const std::string& v) -> Flags::Verdict {
+    if (v.find('=') == std::string::npos || v.front() == '=') return "--env needs NAME=VALUE, got '" + v + "'";
+    o.env_overrides.push_back(v);
+    return {};
+  }, needs_value("--env"));
+  flags.value({"--size"}, [&](const std::string& v) -> Flags::Verdict {
+    o.size = parse_size(v);
+    if (!o.size) return "--size needs ROWSxCOLS (1-1000 each), got '" + v + "'";
+    return {};
+  }, needs_value("--size"));
+  ParsedArgs parsed = flags.parse(args);
+  if (!parsed.ok()) return parsed;
+  o.argv = std::move(parsed.rest);
+  if (o.argv.empty() && !o.check) parsed.error = "no command given";
+  else if (!o.mode && (!o.writable.empty() || !o.deny_read.empty() || o.network || o.private_tmp ||
+                       o.backend != policy::Backend::kAuto || o.approval != policy::ApprovalPolicy::kNever))
+    parsed.error = "sandbox options need --sandbox MODE";
+  return parsed;
 }
 
 std::vector<std::string> build_env(const std::vector<std::string>& overrides) {
-  std::vector<std::string> env;
-  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+  std::vector<std::string> env = process_environment();
   for (const auto& kv : overrides) {
     std::string name = kv.substr(0, kv.find('=') + 1);
     std::erase_if(env, [&](const std::string& e) { return e.compare(0, name.size(), name) == 0; });
@@ -471,11 +461,7 @@ int run_orchestrated(const policy::ExecRequest& req, const policy::PermissionPro
   });
   policy::ToolCall call;
   call.argv = req.argv;
-  call.cwd = req.cwd;
-  if (call.cwd.empty()) {
-    char buf[PATH_MAX];
-    call.cwd = ::getcwd(buf, sizeof buf) ? buf : "/";
-  }
+  call.cwd = req.cwd.empty() ? current_directory() : req.cwd;
   call.profile = profile;
   call.backend = o.backend;
   call.policy = o.approval;
@@ -518,13 +504,13 @@ int run_with(const std::vector<std::string>& args, bool sandbox_command) {
   const char* name = sandbox_command ? "uexec sandbox" : "uexec run";
   Options o;
   if (sandbox_command) o.mode = policy::SandboxMode::kWorkspaceWrite;
-  std::string err = parse(args, o);
-  if (err == "help") {
+  ParsedArgs parsed = parse(args, o);
+  if (parsed.help) {
     std::fputs(usage, stdout);
     return 0;
   }
-  if (!err.empty()) {
-    std::fprintf(stderr, "%s: %s\n%s", name, err.c_str(), usage);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "%s: %s\n%s", name, parsed.error.c_str(), usage);
     return kExitUsage;
   }
   if (o.check) return print_check();

@@ -8,25 +8,21 @@
 // next to the socket, and browser origins limited to loopback plus --allow-origin entries.
 // SIGTERM/SIGINT terminate every process with the usual escalation, then it exits 0 with
 // nothing left running. Logs go to stderr (UEXEC_LOG sets the level).
-#include <signal.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "agent/exec_service.h"
 #include "base/log.h"
-#include "loop/loop.h"
-#include "loop/signal_watcher.h"
+#include "cli/commands.h"
+#include "cli/flags.h"
+#include "cli/host.h"
+#include "cli/sandbox_flags.h"
+#include "cli/ws_listener_flags.h"
 #include "policy/control_registry.h"
-#include "rpc/exec_server.h"
 #include "rpc/unix_server.h"
-#include "session/process_manager.h"
-#include "tools/uexec/commands.h"
-#include "tools/uexec/front_door.h"
 #if UEXEC_HAVE_LWS
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -34,52 +30,56 @@
 #include "web/ws_server.h"
 #endif
 
-extern char** environ;
-
 namespace uexec::cli {
 
 int cmd_serve(const std::vector<std::string>& args) {
   std::string socket_path = rpc::default_socket_path();
   std::string ws = "127.0.0.1:8022";
   SandboxFlags sandbox;
-  WsFlags ws_flags;
+  WsListenerFlags ws_flags;
   std::string web_root;
   bool web = true;
-  for (std::size_t i = 0; i < args.size(); ++i) {
-    if (sandbox.consume(args, i)) continue;
-    if (ws_flags.consume(args, i)) continue;
-    if (args[i] == "--socket" && i + 1 < args.size()) {
-      socket_path = args[++i];
-    } else if (args[i] == "--ws" && i + 1 < args.size()) {
-      ws = args[++i];
-    } else if (args[i] == "--no-ws") {
-      ws.clear();
-    } else if (args[i] == "--web-root" && i + 1 < args.size()) {
-      web_root = args[++i];
-    } else if (args[i] == "--no-web") {
-      web = false;
-    } else if (args[i] == "-h" || args[i] == "--help") {
-      std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]\n"
-                 "                   [--allow-origin ORIGIN]... [--allow-host HOST]... [--allow-remote]\n"
-                 "                   [--token-file PATH] [--sandbox MODE ...]\n"
-                 "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
-                 "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (a fresh token in\n"
-                 "  <socket dir>/token, or --token-file's), which also serves the web terminal at\n"
-                 "  http://127.0.0.1:8022/ (open the URL it prints: the token rides in its #fragment).\n"
-                 "  --web-root: the page's directory (default $UEXEC_WEB_ROOT, else the source tree's\n"
-                 "  src/web/page).\n"
-                 "  A WebSocket client sends the token as `Authorization: Bearer <token>` or, from a\n"
-                 "  browser, as the subprotocol `uexec.auth.<token>`; without it: 401, from a page of\n"
-                 "  another origin or under a Host name that is not ours: 403.\n",
-                 stdout);
-      std::fputs(WsFlags::kHelp, stdout);
-      std::fputs("  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
-      std::fputs(SandboxFlags::kHelp, stdout);
-      return 0;
-    } else {
-      std::fprintf(stderr, "uexec serve: unknown argument %s\n", args[i].c_str());
-      return kExitUsage;
-    }
+  Flags flags(Unmatched::kRefuse, "argument");
+  flags.help();
+  sandbox.declare(flags);
+  ws_flags.declare(flags);
+  flags.value({"--socket"}, [&](const std::string& v) {
+    socket_path = v;
+    return Flags::Verdict{};
+  });
+  flags.value({"--ws"}, [&](const std::string& v) {
+    ws = v;
+    return Flags::Verdict{};
+  });
+  flags.on({"--no-ws"}, [&] { ws.clear(); });
+  flags.value({"--web-root"}, [&](const std::string& v) {
+    web_root = v;
+    return Flags::Verdict{};
+  });
+  flags.on({"--no-web"}, [&] { web = false; });
+  ParsedArgs parsed = flags.parse(args);
+  if (parsed.help) {
+    std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]\n"
+               "                   [--allow-origin ORIGIN]... [--allow-host HOST]... [--allow-remote]\n"
+               "                   [--token-file PATH] [--sandbox MODE ...]\n"
+               "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
+               "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (a fresh token in\n"
+               "  <socket dir>/token, or --token-file's), which also serves the web terminal at\n"
+               "  http://127.0.0.1:8022/ (open the URL it prints: the token rides in its #fragment).\n"
+               "  --web-root: the page's directory (default $UEXEC_WEB_ROOT, else the source tree's\n"
+               "  src/web/page).\n"
+               "  A WebSocket client sends the token as `Authorization: Bearer <token>` or, from a\n"
+               "  browser, as the subprotocol `uexec.auth.<token>`; without it: 401, from a page of\n"
+               "  another origin or under a Host name that is not ours: 403.\n",
+               stdout);
+    std::fputs(WsListenerFlags::kHelp, stdout);
+    std::fputs("  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
+    std::fputs(SandboxFlags::kHelp, stdout);
+    return 0;
+  }
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "uexec serve: %s\n", parsed.error.c_str());
+    return kExitUsage;
   }
   if (!sandbox.finish()) {
     std::fprintf(stderr, "uexec serve: %s\n", sandbox.error.c_str());
@@ -95,8 +95,8 @@ int cmd_serve(const std::vector<std::string>& args) {
     }
     // Always a token: nothing listens on TCP without one. Fresh, or from --token-file.
     if (ws_flags.token_file.empty()) wo.token = web::new_token();
-    else if (!load_token_file(ws_flags, wo, "uexec serve")) return kExitUsage;
-    if (!apply_ws_flags(ws_flags, wo, "uexec serve")) return kExitUsage;
+    else if (!ws_flags.load_token_file(wo, "uexec serve")) return kExitUsage;
+    if (!ws_flags.apply(wo, "uexec serve")) return kExitUsage;
   } else if (ws_flags.any()) {
     std::fputs("uexec serve: --allow-origin, --allow-host, --allow-remote and --token-file apply to the WebSocket "
                "listener, and --no-ws turns it off\n",
@@ -104,21 +104,14 @@ int cmd_serve(const std::vector<std::string>& args) {
     return kExitUsage;
   }
 #endif
-  std::vector<std::string> env = process_environment();
-  std::string cwd = current_directory();
-
-  loop::Loop loop;
-  base::Config cfg;
-  if (!containment_from_env(cfg, "uexec serve")) return kExitUsage;
-  cfg.close_drain = std::chrono::milliseconds{1000};
-  auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
-  auto exec = std::make_unique<agent::ExecService>(*pm, env, cwd);
-  if (sandbox.profile) exec->set_default_sandbox(*sandbox.profile, sandbox.backend, sandbox.approval);
-  rpc::ExecServerOptions opts;
-  opts.daemon = true;
-  auto server = std::make_unique<rpc::ExecServer>(*pm, exec.get(), env, cwd, opts);
-  auto unix_server = std::make_unique<rpc::UnixServer>(loop, *server);
-  if (auto r = unix_server->listen(socket_path); !r) {
+  HostOptions ho;
+  ho.who = "uexec serve";
+  ho.sandbox = &sandbox;
+  ho.exec_server.emplace();
+  ho.exec_server->daemon = true;
+  auto host = Host::create(ho);
+  if (!host) return kExitUsage;
+  if (auto r = host->listen_unix(socket_path); !r) {
     std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
     return kExitInternal;
   }
@@ -136,7 +129,6 @@ int cmd_serve(const std::vector<std::string>& args) {
                       r.error().message().c_str());
   };
 #if UEXEC_HAVE_LWS
-  std::unique_ptr<web::WsServer> ws_server;
   if (!ws.empty()) {
     // A fresh token lives next to the socket, readable by us alone; --token-file's stays where it is.
     std::string token_path = ws_flags.token_file;
@@ -158,48 +150,28 @@ int cmd_serve(const std::vector<std::string>& args) {
       wo.token_hint = "`uexec serve` wrote it to " + token_path + " (readable by its user only).";
     }
     if (web) wo.web_root = web_root.empty() ? web::default_web_root() : web_root;
-    ws_server = std::make_unique<web::WsServer>(loop, *server, wo);
-    if (auto r = ws_server->start(); !r) {
-      std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
+    auto port = host->listen_ws(wo);
+    if (!port) {
+      std::fprintf(stderr, "uexec serve: %s\n", port.error().message().c_str());
       return kExitInternal;
     }
     plane.token_files.push_back(token_path);
-    plane.tcp_ports.push_back(ws_server->port());
+    plane.tcp_ports.push_back(*port);
     enroll();
     std::string shown = wo.host.find(':') != std::string::npos ? "[" + wo.host + "]" : wo.host;
-    std::fprintf(stderr, "uexec serve: listening on ws://%s:%d/ (token in %s)\n", shown.c_str(), ws_server->port(),
+    std::fprintf(stderr, "uexec serve: listening on ws://%s:%d/ (token in %s)\n", shown.c_str(), *port,
                  token_path.c_str());
-    warn_if_remote(wo, ws_server->port(), "uexec serve");
+    warn_if_remote(wo, *port, "uexec serve");
     if (!wo.web_root.empty())
-      std::fprintf(stderr, "uexec serve: web terminal at http://%s:%d/#token=%s\n", shown.c_str(), ws_server->port(),
+      std::fprintf(stderr, "uexec serve: web terminal at http://%s:%d/#token=%s\n", shown.c_str(), *port,
                    wo.token.c_str());
   }
 #endif
   if (!enrolled) enroll();
-
-  bool stopping = false;
-  auto stop = [&] {
-    if (stopping) return;
-    stopping = true;
-    UEXEC_LOG(kWarn, "shutting down: terminating {} processes", server->processes());
-    unix_server.reset();  // no new clients; detaches the connected ones
-#if UEXEC_HAVE_LWS
-    if (ws_server) ws_server->stop();
-#endif
-    exec->shutdown([] {});
-    server->shutdown(false, [&] { loop.stop(); });
+  host->on_stopping = [&] {
+    UEXEC_LOG(kWarn, "shutting down: terminating {} processes", host->server().processes());
   };
-  auto watchers = on_stop_signals(loop, stop);
-  // The listener keeps the loop alive; signal watchers are unref'd.
-  loop.run();
-  watchers.clear();
-  unix_server.reset();
-#if UEXEC_HAVE_LWS
-  ws_server.reset();
-#endif
-  server.reset();
-  exec.reset();
-  pm.reset();
+  host->run();
   std::fprintf(stderr, "uexec serve: stopped\n");
   return 0;
 }

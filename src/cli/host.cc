@@ -1,0 +1,128 @@
+// host.cc: a front door's loop, manager, services and front doors (host.h).
+#include "cli/host.h"
+
+#include <signal.h>
+
+#include <cstdio>
+
+#include "cli/session_defaults.h"
+
+namespace uexec::cli {
+
+std::vector<std::unique_ptr<loop::SignalWatcher>> on_stop_signals(loop::Loop& loop, std::function<void()> stop) {
+  std::vector<std::unique_ptr<loop::SignalWatcher>> watchers;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) {
+    auto w = std::make_unique<loop::SignalWatcher>(loop);
+    if (w->start(sig, [stop](int) { stop(); })) watchers.push_back(std::move(w));
+  }
+  return watchers;
+}
+
+std::unique_ptr<Host> Host::create(const HostOptions& options) {
+  base::Config cfg;
+  if (!containment_from_env(cfg, options.who)) return nullptr;
+  // A closed output stream is drained this long for a last reader (protocol closeDrainMs,
+  // docs/agent.md §1.1).
+  cfg.close_drain = std::chrono::milliseconds{1000};
+  if (options.terminate_grace) cfg.terminate_grace = *options.terminate_grace;
+  return std::unique_ptr<Host>(new Host(options, cfg));
+}
+
+Host::Host(const HostOptions& options, const base::Config& cfg)
+    : env_(process_environment()), cwd_(current_directory()) {
+  pm_ = std::make_unique<session::ProcessManager>(loop_, cfg);
+  exec_ = std::make_unique<agent::ExecService>(*pm_, env_, cwd_);
+  if (options.sandbox && options.sandbox->profile)
+    exec_->set_default_sandbox(*options.sandbox->profile, options.sandbox->backend, options.sandbox->approval);
+  if (options.exec_server)
+    server_ = std::make_unique<rpc::ExecServer>(*pm_, exec_.get(), env_, cwd_, *options.exec_server);
+}
+
+Host::~Host() { teardown(); }
+
+base::Result<void> Host::listen_unix(const std::string& path) {
+  unix_ = std::make_unique<rpc::UnixServer>(loop_, *server_);
+  return unix_->listen(path);
+}
+
+#if UEXEC_HAVE_LWS
+base::Result<int> Host::listen_ws(const web::WsOptions& options) {
+  ws_ = std::make_unique<web::WsServer>(loop_, *server_, options);
+  if (auto r = ws_->start(); !r) return r.error();
+  return ws_->port();
+}
+#endif
+
+base::Result<void> Host::serve_stdio(bool kill_at_eof) {
+  stdio_ = std::make_unique<rpc::LineChannel>(loop_, 0, 1);
+  rpc::LineChannel& channel = *stdio_;
+  // Above the high watermark stdin is not read (docs/protocol.md §7); no `close`: stdio is
+  // never closed for a stall, its client is the one that started us.
+  stdio_conn_ = server_->connect({[&channel](std::string m) { channel.send(std::move(m)); },
+                                  [&channel] { return channel.queued_bytes(); },
+                                  [&channel](std::size_t n, std::function<void()> fn) {
+                                    channel.when_below(n, std::move(fn));
+                                  },
+                                  [&channel](bool on) { on ? channel.resume_reading() : channel.pause_reading(); }});
+  channel.on_line = [this](std::string_view line) { stdio_conn_->handle_line(line); };
+  channel.on_oversize = [this](std::size_t limit) { stdio_conn_->handle_oversize(limit); };
+  channel.on_eof = [this, kill_at_eof] { stop(kill_at_eof); };
+  return channel.start();
+}
+
+base::Result<void> Host::serve_mcp_stdio() {
+  stdio_ = std::make_unique<rpc::LineChannel>(loop_, 0, 1);
+  rpc::LineChannel& channel = *stdio_;
+  mcp_ = std::make_unique<rpc::McpServer>(*exec_, [&channel](std::string msg) { channel.send(std::move(msg)); });
+  channel.on_line = [this](std::string_view line) { mcp_->handle_line(line); };
+  channel.on_oversize = [this](std::size_t limit) { mcp_->handle_oversize(limit); };
+  channel.on_eof = [this] { stop(false); };
+  return channel.start();
+}
+
+void Host::run() {
+  // The front doors keep the loop alive; signal watchers are unref'd.
+  stop_watchers_ = on_stop_signals(loop_, [this] { stop(false); });
+  loop_.run();
+  teardown();
+}
+
+void Host::stop(bool kill_now) {
+  if (stopping_) return;
+  stopping_ = true;
+  if (on_stopping) on_stopping();
+  unix_.reset();  // no new clients; detaches the connected ones
+#if UEXEC_HAVE_LWS
+  if (ws_) ws_->stop();
+#endif
+  if (stdio_) stdio_->stop_reading();
+  if (mcp_) mcp_->deny_pending_approvals();  // nobody is left to answer them
+  // What stdout still holds is the client's last answers: flush it before the loop stops.
+  auto done = [this] {
+    if (stdio_) stdio_->when_flushed([this] { loop_.stop(); });
+    else loop_.stop();
+  };
+  if (server_) {
+    // Both end their processes; the loop waits for the server's shutdown.
+    exec_->shutdown([] {});
+    server_->shutdown(kill_now, done);
+  } else {
+    exec_->shutdown(done);
+  }
+}
+
+void Host::teardown() {
+  stop_watchers_.clear();
+  unix_.reset();
+#if UEXEC_HAVE_LWS
+  ws_.reset();
+#endif
+  stdio_conn_.reset();
+  mcp_.reset();
+  stdio_.reset();
+  server_.reset();
+  exec_.reset();
+  pm_.reset();
+}
+
+}  // namespace uexec::cli
