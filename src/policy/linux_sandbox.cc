@@ -482,6 +482,23 @@ bool probe_userns(std::string* why) {
   return false;
 }
 
+// Both flavours of the filter (errno, and notify for the one that records denials) and the
+// socketpair over which the command's side sends the notify listener to whoever answers it.
+Result<void> prepare_seccomp(Launch& launch, bool network, bool deny_unix) {
+  auto bpf = seccomp_program(network, ::geteuid() == 0, /*notify=*/false, deny_unix);
+  if (!bpf) return std::move(bpf).error();
+  launch.bpf = *bpf;
+  auto notify = seccomp_program(network, ::geteuid() == 0, /*notify=*/true, deny_unix);
+  if (!notify) return std::move(notify).error();
+  launch.notify_bpf = *notify;
+  int pair[2];
+  if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0) return Error::sys("socketpair seccomp listener");
+  launch.command_end.reset(pair[0]);
+  launch.init_end.reset(pair[1]);
+  launch.notify = SeccompNotifyStep{launch.notify_bpf.get(), launch.bpf.get(), pair[0]};
+  return {};
+}
+
 }  // namespace
 
 Result<int> sandbox_init_fd() { return init_fd(); }
@@ -548,18 +565,8 @@ Result<void> add_namespace_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec&
     if (!rs) return std::move(rs).error();
     launch->landlock = std::move(*rs);
   }
-  auto bpf = seccomp_program(policy.network, ::geteuid() == 0);
-  if (!bpf) return std::move(bpf).error();
-  launch->bpf = *bpf;
   // The notify flavour: pid 1 answers and records what the filter denies.
-  auto notify = seccomp_program(policy.network, ::geteuid() == 0, /*notify=*/true);
-  if (!notify) return std::move(notify).error();
-  launch->notify_bpf = *notify;
-  int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0) return Error::sys("socketpair seccomp listener");
-  launch->command_end.reset(pair[0]);
-  launch->init_end.reset(pair[1]);
-  launch->notify = SeccompNotifyStep{launch->notify_bpf.get(), launch->bpf.get(), pair[0]};
+  if (auto r = prepare_seccomp(*launch, policy.network, /*deny_unix=*/false); !r) return r;
 
   spec.ns_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | (policy.network ? 0 : CLONE_NEWNET);
   spec.init_fd = *init;
@@ -586,18 +593,8 @@ Result<void> add_landlock_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec& 
   if (!rs) return std::move(rs).error();
   launch->landlock = std::move(*rs);
   // Host pathname sockets cannot be hidden here: no unix sockets at all (socketpair stays).
-  auto bpf = seccomp_program(policy.network, ::geteuid() == 0, false, /*deny_unix=*/true);
-  if (!bpf) return std::move(bpf).error();
-  launch->bpf = *bpf;
-  // The notify flavour, answered and recorded by the manager itself: there is no pid 1 here.
-  auto notify = seccomp_program(policy.network, ::geteuid() == 0, /*notify=*/true, /*deny_unix=*/true);
-  if (!notify) return std::move(notify).error();
-  launch->notify_bpf = *notify;
-  int pair[2];
-  if (::socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) < 0) return Error::sys("socketpair seccomp listener");
-  launch->command_end.reset(pair[0]);
-  launch->init_end.reset(pair[1]);
-  launch->notify = SeccompNotifyStep{launch->notify_bpf.get(), launch->bpf.get(), pair[0]};
+  // The notify flavour is answered and recorded by the manager itself: there is no pid 1 here.
+  if (auto r = prepare_seccomp(*launch, policy.network, /*deny_unix=*/true); !r) return r;
   spec.steps.push_back({step_privileges, &launch->last_cap, "sandbox: drop privileges"});
   spec.steps.push_back({landlock_restrict, &launch->landlock, "sandbox: landlock_restrict_self"});
   spec.steps.push_back({apply_seccomp_notify, &launch->notify, "sandbox: seccomp"});
