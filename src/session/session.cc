@@ -1,6 +1,8 @@
 #include "session/session.h"
 
+#include <limits.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -69,6 +71,7 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
     spec->join_cgroups = limit_group_->join_fds();
   }
   started_at_ = Clock::now();
+  started_wall_ = WallClock::now();
   auto proc = pty::PtyProcess::start(*loop_, *reaper_, *spec, opts, *this);
   if (!proc) {
     group_.reset();
@@ -89,6 +92,11 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   denial_log_ = attempt.kind() == policy::SandboxKind::kFake ? attempt.denial_log()
                                                               : std::make_shared<policy::DenialLog>();
   argv_ = req.argv;
+  if (!req.cwd.empty()) {
+    cwd_ = req.cwd;
+  } else if (char buf[PATH_MAX]; ::getcwd(buf, sizeof buf) != nullptr) {
+    cwd_ = buf;
+  }
   late_deny_ = spec->late_deny;
   mask_requests_ = spec->mask_requests;
   if (limits_.wall_timeout) {
@@ -166,6 +174,7 @@ void Session::on_exit(const pty::ExitStatus& status) {
     }
   }
   exited_at_ = Clock::now();
+  exited_wall_ = WallClock::now();
   advance();
 }
 

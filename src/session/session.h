@@ -43,6 +43,7 @@ namespace uexec::session {
 
 using SessionId = std::string;
 using Clock = std::chrono::steady_clock;
+using WallClock = std::chrono::system_clock;  // only for times shown to people and clients
 
 // Which limit ended a session. `limit`: "timeout", "idleTimeout" or "memoryMax"; `message`
 // says it for people: "a lifetime timeout of 2000 ms" (docs/agent.md §5.3's killed-by).
@@ -87,6 +88,12 @@ class Session final : public pty::ProcessListener {
   pid_t pid() const noexcept { return pid_; }
   bool tty() const noexcept { return tty_; }
   const std::vector<std::string>& argv() const noexcept { return argv_; }
+  // The directory it started in (the request's, or the manager's when the request named none).
+  const std::string& cwd() const noexcept { return cwd_; }
+  // A front door's label for it (process/start's or exec_command's `name`); empty: none. Each
+  // front door keeps names unique among its own live sessions.
+  const std::string& name() const noexcept { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
   OutputRing& output() noexcept { return ring_; }
   const OutputRing& output() const noexcept { return ring_; }
 
@@ -108,6 +115,10 @@ class Session final : public pty::ProcessListener {
   Seq closed_seq() const noexcept { return closed_seq_; }  // 0 until published
   Clock::time_point started_at() const noexcept { return started_at_; }
   Clock::time_point exited_at() const noexcept { return exited_at_; }  // the reap
+  // The same two moments on the wall clock, for clients (startedAtMs, exitedAtMs); the epoch
+  // until they happen.
+  WallClock::time_point started_wall() const noexcept { return started_wall_; }
+  WallClock::time_point exited_wall() const noexcept { return exited_wall_; }
   bool sandboxed() const noexcept { return sandboxed_; }
   const char* sandbox_kind() const noexcept { return sandbox_kind_; }  // policy::sandbox_kind_name
   ContainmentTier containment_tier() const noexcept { return tier_; }
@@ -184,6 +195,8 @@ class Session final : public pty::ProcessListener {
   OutputRing ring_;
   std::unique_ptr<pty::PtyProcess> process_;
   std::vector<std::string> argv_;
+  std::string cwd_;
+  std::string name_;
   pid_t pid_ = -1;
   bool tty_ = false;
   bool sandboxed_ = false;
@@ -207,6 +220,7 @@ class Session final : public pty::ProcessListener {
   loop::Timer drain_;
   loop::Timer close_wait_;
   Clock::time_point started_at_{};
+  WallClock::time_point started_wall_{}, exited_wall_{};
   base::PtySize size_{};
   std::unique_ptr<term::Screen> screen_;
   std::unique_ptr<Subscription> screen_sub_;
