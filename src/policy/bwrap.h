@@ -2,7 +2,7 @@
 //
 // One exec per spawn: the uexec child does setsid, the controlling tty and the signal reset,
 // then execs /usr/bin/bwrap, whose own pid 1 runs the command. The argv is built in a fixed
-// order (golden-tested in tests/policy/golden/bwrap/):
+// order (golden-tested in tests/golden/bwrap/):
 //   --die-with-parent --unshare-user --unshare-pid --unshare-ipc [--unshare-net]
 //   --disable-userns --ro-bind / / --dev /dev --proc /proc [--perms 1777 --tmpfs /tmp]
 //   --bind W W …  --bind P P … (pins)  --ro-bind-try C C …  --perms 0555 --tmpfs S --remount-ro S …

@@ -2,7 +2,7 @@
 //
 // A pure function from already-resolved, canonical inputs to a policy text plus its `-D`
 // parameters; it reads no file system and runs on every platform, so Linux CI golden-tests it
-// (tests/policy/golden/seatbelt/NAME.sb and NAME.args). transform() runs
+// (tests/golden/seatbelt/NAME.sb and NAME.args). transform() runs
 //   /usr/bin/sandbox-exec -p POLICY -DKEY=VALUE ... -- COMMAND...
 // The executable path is fixed (never looked up in PATH); the policy travels in memory.
 //

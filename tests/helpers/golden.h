@@ -11,7 +11,7 @@
 
 namespace uexec::test {
 
-// `rel` is relative to $UEXEC_GOLDEN_DIR (tests/golden; the policy goldens are "../policy/golden/…").
+// `rel` is relative to $UEXEC_GOLDEN_DIR (tests/golden: envelope/, bwrap/, seatbelt/).
 inline void check_golden(const std::string& rel, const std::string& actual) {
   const char* dir = std::getenv("UEXEC_GOLDEN_DIR");
   REQUIRE_MESSAGE(dir != nullptr, "UEXEC_GOLDEN_DIR is not set");

@@ -465,43 +465,43 @@ BwrapInput golden_input() {
 TEST_CASE("bwrap argv goldens") {
   SUBCASE("read-only") {
     ResolvedPolicy p;
-    check_golden("../policy/golden/bwrap/read-only.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("bwrap/read-only.argv", lines(bwrap_argv(p, golden_input())));
   }
-  SUBCASE("workspace-write") { check_golden("../policy/golden/bwrap/workspace-write.argv", lines(bwrap_argv(golden_policy(), golden_input()))); }
+  SUBCASE("workspace-write") { check_golden("bwrap/workspace-write.argv", lines(bwrap_argv(golden_policy(), golden_input()))); }
   SUBCASE("network on") {
     auto p = golden_policy();
     p.network = true;
-    check_golden("../policy/golden/bwrap/network-on.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("bwrap/network-on.argv", lines(bwrap_argv(p, golden_input())));
   }
   SUBCASE("deny-read") {
     auto p = golden_policy();
     p.deny_files = {"/home/u/proj/.env"};
     p.deny_dirs = {"/home/u/proj/secrets"};
-    check_golden("../policy/golden/bwrap/deny-read.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("bwrap/deny-read.argv", lines(bwrap_argv(p, golden_input())));
   }
   SUBCASE("missing stubs") {
     auto p = golden_policy();
     p.stubs = {"/home/u/proj/.agents", "/home/u/proj/.codex", "/home/u/proj/.uexec"};
-    check_golden("../policy/golden/bwrap/missing-stubs.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("bwrap/missing-stubs.argv", lines(bwrap_argv(p, golden_input())));
   }
   SUBCASE("private tmp") {
     auto p = golden_policy();
     p.writable = {"/home/u/proj"};
     p.private_tmp = true;
-    check_golden("../policy/golden/bwrap/private-tmp.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("bwrap/private-tmp.argv", lines(bwrap_argv(p, golden_input())));
   }
   SUBCASE("pins") {
     auto p = golden_policy();
     p.writable = {"/home/u/proj", "/home/u/proj/vendor/inner", "/tmp"};
     p.pins = {"/home/u/proj/modules", "/home/u/proj/vendor"};
     p.read_only = {"/home/u/proj/.git", "/home/u/proj/modules/lib"};
-    check_golden("../policy/golden/bwrap/pins.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("bwrap/pins.argv", lines(bwrap_argv(p, golden_input())));
   }
   SUBCASE("hidden sockets") {
     auto p = golden_policy();
     p.hide_dirs = {"/run/user/1000"};
     p.hide_files = {"/run/dbus/system_bus_socket", "/run/docker.sock"};
-    check_golden("../policy/golden/bwrap/hidden-sockets.argv", lines(bwrap_argv(p, golden_input())));
+    check_golden("bwrap/hidden-sockets.argv", lines(bwrap_argv(p, golden_input())));
   }
 }
 

@@ -1,6 +1,6 @@
 // Seatbelt (SBPL) generator: golden policies for the cases of docs/sandbox.md §4.4, the glob
 // translation rule by rule, proxy ports from the env, input checks, and properties every
-// generated policy must have. Goldens live in tests/policy/golden/seatbelt/NAME.sb (policy
+// generated policy must have. Goldens live in tests/golden/seatbelt/NAME.sb (policy
 // text) and NAME.args (one -D argument per line); UEXEC_UPDATE_GOLDEN=1 rewrites them.
 #include <doctest/doctest.h>
 
@@ -21,7 +21,7 @@ using namespace uexec::policy;
 namespace {
 
 void check_golden_file(const std::string& rel, const std::string& actual) {
-  uexec::test::check_golden("../policy/golden/seatbelt/" + rel, actual);
+  uexec::test::check_golden("seatbelt/" + rel, actual);
 }
 
 std::string args_text(const SeatbeltPolicy& p) {

@@ -52,7 +52,7 @@
 //
 // uexec defaults to <build>/src/uexec next to this program (<build>/tools/bench/bench_rpc).
 // Codex is searched at --codex, $UEXEC_BENCH_CODEX, then
-// <source>/tests/conformance/node_modules/@openai/codex-linux-x64/vendor/
+// <source>/tests/e2e/conformance/node_modules/@openai/codex-linux-x64/vendor/
 // x86_64-unknown-linux-musl/bin/codex, <build>/bench/peers/node_modules/..., $UEXEC_BENCH_PEERS/
 // node_modules/..., <build>/peers/node_modules/... (<source> from <build>/meson-info).
 //

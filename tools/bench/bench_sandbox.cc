@@ -56,9 +56,9 @@
 //                 [--workspace-parent DIR]   (where the fresh workspace is made; default /var/tmp)
 //
 // Codex is searched at --codex, $UEXEC_BENCH_CODEX, then
-// <source>/tests/conformance/node_modules/@openai/codex-linux-x64/vendor/
+// <source>/tests/e2e/conformance/node_modules/@openai/codex-linux-x64/vendor/
 // x86_64-unknown-linux-musl/bin/codex, <build>/bench/peers/..., $UEXEC_BENCH_PEERS/...,
-// <build>/peers/..., and the same under ./tests/conformance and ./build/bench/peers.
+// <build>/peers/..., and the same under ./tests/e2e/conformance and ./build/bench/peers.
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

@@ -465,7 +465,7 @@ inline constexpr const char* kCodexRel =
     "node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex";
 
 // The Codex 0.169.0 binary (the peer of bench_rpc and bench_sandbox): `given` when set, else
-// $UEXEC_BENCH_CODEX, tests/conformance's pinned install, the peers directories. Empty when
+// $UEXEC_BENCH_CODEX, tests/e2e/conformance's pinned install, the peers directories. Empty when
 // none is executable; every place looked at is appended to `searched`.
 inline std::string find_codex(const std::string& build, const std::string& given, std::vector<std::string>& searched) {
   std::vector<std::string> cands;
@@ -474,11 +474,11 @@ inline std::string find_codex(const std::string& build, const std::string& given
   } else {
     if (const char* e = std::getenv("UEXEC_BENCH_CODEX")) cands.emplace_back(e);
     std::string src = source_root(build);
-    if (!src.empty()) cands.push_back(src + "/tests/conformance/" + kCodexRel);
+    if (!src.empty()) cands.push_back(src + "/tests/e2e/conformance/" + kCodexRel);
     cands.push_back(build + "/bench/peers/" + kCodexRel);
     if (const char* e = std::getenv("UEXEC_BENCH_PEERS")) cands.push_back(std::string(e) + "/" + kCodexRel);
     cands.push_back(build + "/peers/" + kCodexRel);
-    cands.push_back(std::string("tests/conformance/") + kCodexRel);
+    cands.push_back(std::string("tests/e2e/conformance/") + kCodexRel);
     cands.push_back(std::string("build/bench/peers/") + kCodexRel);
   }
   for (auto& c : cands) {

@@ -50,7 +50,7 @@
 // --build    the meson build dir holding src/uexec (default <repo>/build)
 // --modules  a node_modules directory with ws or playwright-core (whose bundled ws is used
 //            when ws is missing; --driver playwright needs playwright-core) (default
-//            $UEXEC_BENCH_WEB_MODULES, else <repo>/tests/web/node_modules); e.g.
+//            $UEXEC_BENCH_WEB_MODULES, else <repo>/tests/e2e/web/node_modules); e.g.
 //            npm install --prefix DIR playwright-core@1.65.1 ws and pass DIR/node_modules
 // --chromium the browser (default $UEXEC_BENCH_CHROMIUM, else /usr/bin/chromium)
 // --driver   cdp (default) or playwright, see above
@@ -323,7 +323,7 @@ function loadModules(dir) {
   const hint = `install them with\n  npm install --prefix DIR playwright-core@1.65.1 ws\n` +
     'and pass --modules DIR/node_modules (or set UEXEC_BENCH_WEB_MODULES)';
   const tryLoad = (name) => { try { return req(name); } catch { return null; } };
-  // The `ws` package, else the copy playwright-core bundles (tests/web depends on
+  // The `ws` package, else the copy playwright-core bundles (tests/e2e/web depends on
   // playwright-core alone; `playwright-core/lib/utilsBundle` is one of its exported paths).
   const bundle = tryLoad('playwright-core/lib/utilsBundle');
   const WebSocket = tryLoad('ws') || (bundle && bundle.ws);

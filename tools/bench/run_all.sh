@@ -69,7 +69,7 @@ for p in "${programs[@]}"; do
 done
 
 # B1, the web terminal: one browser attached to a flood (node + Debian chromium; tools/dev
-# bench installs both and tests/web's npm packages).
+# bench installs both and tests/e2e/web's npm packages).
 merged=("${programs[@]}")
 rm -f "$out/bench_web.json" "$out/bench_web.md"
 if command -v node >/dev/null 2>&1 && [[ -x /usr/bin/chromium ]]; then

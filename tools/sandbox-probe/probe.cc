@@ -1,5 +1,5 @@
 // sandbox-probe: one attempted operation per run, for the security acceptance table
-// (tests/policy/acceptance.tsv, docs/sandbox.md §7).
+// (tests/sandbox/acceptance.tsv, docs/sandbox.md §7).
 //
 //   sandbox-probe NAME [ARG...]
 //

@@ -298,7 +298,7 @@ def check_event_stream(srv, name, pid, exit_code=None):
     # stdout and stderr in separate tasks, so under load chunks of the two streams can cross (seen in CI: [2, 1, 3,
     # 4]); the order holds per stream. And on pipes its `closed` can arrive just before `exited` (seen in CI:
     # [output, output, closed, exited]), so `closed` is checked to carry the last seq rather than to arrive last.
-    # (uexec keeps one global arrival order, closed last; tests/node checks it.)
+    # (uexec keeps one global arrival order, closed last; tests/e2e/node checks it.)
     for stream in ("pty", "stdout", "stderr"):
         out_seqs = [p.get("seq") for _, m, p in evs if m == "process/output" and p.get("stream") == stream]
         check(out_seqs == sorted(out_seqs), f"{name}: {stream} output notifications arrive in seq order", str(seqs))

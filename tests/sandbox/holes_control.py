@@ -1,6 +1,6 @@
 """The sandbox never reaches the control plane, and unreachable sockets are never fatal.
 
-    python3 tests/policy/holes_control.py build/src/uexec [build/tests/sandbox-probe]
+    python3 tests/sandbox/holes_control.py build/src/uexec [build/tests/sandbox/sandbox-probe]
 
 Cases (each backend, as root and as the unprivileged user; see hostile.py):
   - a daemon (`uexec serve`) with its socket in a custom directory, its token in another one

@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), ".."))
+ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
 SELF = os.path.abspath(__file__)
 TOP_FILES = ["README.md", "meson.build", "meson_options.txt"]
 TREES = ["src", "tests", "tools", "fuzz", "docs"]

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Codex exec-server conformance: runs codex_conformance.py against uexec and, when the pinned npm package is
 # installed (npm ci in this directory), against Codex itself.
-# Usage: tests/conformance/run.sh UEXEC
+# Usage: tests/e2e/conformance/run.sh UEXEC
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 if [ $# -ne 1 ]; then

@@ -5,7 +5,7 @@
 // and the kill button. What the page renders is read from the DOM (`.xterm-rows`) and
 // compared with the daemon's screen model (process/snapshot).
 //
-//   node tests/web/e2e.mjs <path-to-uexec> <output-dir-for-screenshots>
+//   node tests/e2e/web/e2e.mjs <path-to-uexec> <output-dir-for-screenshots>
 //
 // Prints `ok - …` / `FAIL: …` lines and `web-e2e: N passed, M failed`; exits 1 on any
 // failure. A step whose wait times out ends the run (the later steps need its state).
@@ -17,7 +17,7 @@ import { chromium } from "playwright-core";
 
 const [uexec, outDir] = process.argv.slice(2);
 if (!uexec || !outDir) {
-  console.error("usage: node tests/web/e2e.mjs <path-to-uexec> <output-dir-for-screenshots>");
+  console.error("usage: node tests/e2e/web/e2e.mjs <path-to-uexec> <output-dir-for-screenshots>");
   process.exit(2);
 }
 

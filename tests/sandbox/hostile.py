@@ -1,4 +1,4 @@
-"""Shared harness for the hostile-workspace regression suites (tests/policy/holes_*.py).
+"""Shared harness for the hostile-workspace regression suites (tests/sandbox/holes_*.py).
 
 Each suite attacks the sandbox the way an agent inside it would, once per backend that this
 host can run and once per identity: root, and an unprivileged user that the set-up creates

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Hostile-workspace cases for the process boundary and the denial record (issue 19 rows 11, 12).
 
-    python3 tests/policy/holes_misc.py build/src/uexec [build/tests/sandbox-probe]
+    python3 tests/sandbox/holes_misc.py build/src/uexec [build/tests/sandbox/sandbox-probe]
 
   - the command cannot signal, or read the ptrace-guarded /proc files of, a host process of
     its own user; the namespaces and bwrap backends do not even see it (a pid namespace),
@@ -156,7 +156,7 @@ def _(ctx):
 
 
 # Regression (failed before: landlock and bwrap recorded nothing). The namespace backend's
-# records are covered by tests/policy/acceptance.py (SECCOMP_PROBES).
+# records are covered by tests/sandbox/acceptance.py (SECCOMP_PROBES).
 @suite.case("--log-denials lists the seccomp filter's denials", backends=("landlock", "bwrap"))
 def _(ctx):
     r = ctx.sandbox(["python3", "-c", "import ctypes, socket\n"

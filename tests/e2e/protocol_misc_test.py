@@ -9,7 +9,7 @@
     bytes, and process/read's `omitted.bytes` counts what that reader missed, not everything
     evicted so far.
 
-    python3 tests/protocol_misc_test.py build/src/uexec
+    python3 tests/e2e/protocol_misc_test.py build/src/uexec
 """
 import base64
 import json

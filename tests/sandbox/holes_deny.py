@@ -2,7 +2,7 @@
 a workspace can have at launch (deep trees, hard links, symlinked directories) and through
 what appears after it (many new directories, a late file held open).
 
-    python3 tests/policy/holes_deny.py build/src/uexec [build/tests/sandbox-probe]
+    python3 tests/sandbox/holes_deny.py build/src/uexec [build/tests/sandbox/sandbox-probe]
 
 Every case runs on each backend: `landlock` must refuse deny-read outright (it cannot
 express it), the mount backends must keep the secret unreadable or refuse to run.
