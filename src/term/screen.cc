@@ -1,5 +1,7 @@
 #include "term/screen.h"
 
+#include "term/vt_filter.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstring>
@@ -21,8 +23,6 @@ namespace {
 
 constexpr std::size_t kMaxScrollbackLine = 4096;  // bytes kept of one scrolled-off line
 constexpr std::size_t kMaxCsi = 128;  // longer than any CSI the filter lets through
-constexpr std::size_t kMaxTitle = 1024;
-constexpr std::size_t kMaxPendingSeq = 4096;  // an unfinished sequence kept for ansi()
 
 unsigned short clamp_dim(unsigned short v) { return static_cast<unsigned short>(std::clamp<int>(v, 1, 1000)); }
 // libvterm 0.1.4 writes outside the grid for a wide character on a one-column screen.
@@ -180,7 +180,44 @@ bool visible_blank(const VTermScreenCell& c) {
 
 }  // namespace
 
+#endif  // UEXEC_HAVE_VTERM
+
+// The model behind Screen's API: libvterm and what stands around it (screen.h's essay).
 struct Screen::Impl {
+  Impl(base::PtySize size, std::size_t scrollback_lines) : size_(size), scrollback_max_(scrollback_lines) {}
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  void feed(std::string_view bytes);
+  void resize(base::PtySize size);
+  std::string row_text(int row) const;
+  Cursor cursor() const;
+  std::string ansi() const;
+
+  void feed_whole(std::string_view bytes);
+  void write_vt(std::string_view bytes);
+  void scan_byte(unsigned char c);
+  void skip_lines(std::string_view run);
+  void csi_done();
+  void push_scrollback(std::string line);
+  void capture_primary();
+
+  // DEC private modes and margins that a repaint restores (the scanner's view).
+  struct Modes {
+    bool app_cursor = false;      // ?1 DECCKM
+    bool origin = false;          // ?6 DECOM
+    bool autowrap = true;         // ?7 DECAWM
+    bool bracketed_paste = false; // ?2004
+    bool focus_events = false;    // ?1004
+    bool lr_margins = false;      // ?69 DECLRMM (not repainted; keeps the fast path off)
+    int mouse = 0;                // ?1000 / ?1002 / ?1003 (0: off)
+    bool mouse_sgr = false;       // ?1006
+    int top = 0, bottom = 0;      // DECSTBM, 1-based; 0: the full screen
+  };
+  enum class ScanState { kGround, kEsc, kCsi };
+
+#ifdef UEXEC_HAVE_VTERM
   VTerm* vt = nullptr;
   VTermScreen* vs = nullptr;
   // The main screen as it was when the alternate screen was entered (libvterm keeps it
@@ -188,78 +225,95 @@ struct Screen::Impl {
   std::vector<VTermScreenCell> primary;
   int primary_rows = 0, primary_cols = 0;
   VTermPos primary_cursor{0, 0};
-  ~Impl() {
-    if (vt) vterm_free(vt);
-  }
+  // libvterm's screen callbacks; `user` is the Impl.
+  static int on_settermprop(VTermProp prop, VTermValue* val, void* user);
+  static int on_sb_pushline(int cols, const VTermScreenCell* cells, void* user);
   VTermScreenCell cell(int row, int col) const {
     VTermScreenCell c;
     std::memset(&c, 0, sizeof c);
     vterm_screen_get_cell(vs, VTermPos{row, col}, &c);
     return c;
   }
+#endif
+  base::PtySize size_;
+  std::size_t scrollback_max_;
+  std::deque<std::string> scrollback_;
+  bool alt_screen_ = false;
+  bool cursor_visible_ = true;
+  VtFilter filter_;  // every byte passes it first
+  Modes modes_;
+  ScanState scan_ = ScanState::kGround;
+  std::string csi_;  // parameter and intermediate bytes of the CSI being scanned (bounded)
+  std::vector<std::size_t> crlf_ends_;  // feed(): where the last rows+2 CRLFs of a run end
+  int drop_blank_pushes_ = 0;  // blank rows a skip left, not to be pushed as history
+  bool alt_enter_ = false;  // the scanner just saw ?47h, ?1047h or ?1049h
+  bool cursor_restore_ = false;  // the scanner just saw DECRC (ESC 8)
 };
 
-struct Screen::Callbacks {
-  static int settermprop(VTermProp prop, VTermValue* val, void* user) {
-    auto* self = static_cast<Screen*>(user);
-    switch (prop) {
-      case VTERM_PROP_ALTSCREEN:
-        self->alt_screen_ = val->boolean != 0;
-        if (!self->alt_screen_) std::vector<VTermScreenCell>().swap(self->impl_->primary);  // needed no more
-        break;
-      case VTERM_PROP_CURSORVISIBLE:
-        self->cursor_visible_ = val->boolean != 0;
-        break;
-      // VTERM_PROP_TITLE: libvterm 0.1 loses an OSC split across two writes; the scanner keeps it.
-      default:
-        break;
-    }
-    return 1;
+#ifdef UEXEC_HAVE_VTERM
+
+int Screen::Impl::on_settermprop(VTermProp prop, VTermValue* val, void* user) {
+  auto* self = static_cast<Screen::Impl*>(user);
+  switch (prop) {
+    case VTERM_PROP_ALTSCREEN:
+      self->alt_screen_ = val->boolean != 0;
+      if (!self->alt_screen_) std::vector<VTermScreenCell>().swap(self->primary);  // needed no more
+      break;
+    case VTERM_PROP_CURSORVISIBLE:
+      self->cursor_visible_ = val->boolean != 0;
+      break;
+    // VTERM_PROP_TITLE: libvterm 0.1 loses an OSC split across two writes; the filter keeps it.
+    default:
+      break;
   }
-  static int sb_pushline(int cols, const VTermScreenCell* cells, void* user) {
-    auto* self = static_cast<Screen*>(user);
-    std::string line;
-    row_chars(line, cols, [cells](int c) { return cells[c]; }, kMaxScrollbackLine);
-    rtrim(line);
-    if (self->drop_blank_pushes_ > 0) {
-      --self->drop_blank_pushes_;
-      if (line.empty()) return 1;
-    }
-    self->push_scrollback(std::move(line));
-    return 1;
+  return 1;
+}
+
+int Screen::Impl::on_sb_pushline(int cols, const VTermScreenCell* cells, void* user) {
+  auto* self = static_cast<Screen::Impl*>(user);
+  std::string line;
+  row_chars(line, cols, [cells](int c) { return cells[c]; }, kMaxScrollbackLine);
+  rtrim(line);
+  if (self->drop_blank_pushes_ > 0) {
+    --self->drop_blank_pushes_;
+    if (line.empty()) return 1;
   }
-  static void discard_output(const char*, std::size_t, void*) {}  // answers to DA/DSR: the real terminal's job
-};
+  self->push_scrollback(std::move(line));
+  return 1;
+}
+
+namespace {
+
+void discard_output(const char*, std::size_t, void*) {}  // answers to DA/DSR: the real terminal's job
+
+}  // namespace
 
 bool Screen::available() noexcept { return true; }
 
 Result<std::unique_ptr<Screen>> Screen::create(base::PtySize size, std::size_t scrollback_lines) {
-  std::unique_ptr<Screen> s(new Screen(size, scrollback_lines));
-  if (!s->impl_->vt) return Error{base::Errc::kSystem, ENOMEM, "vterm_new"};
-  return s;
-}
-
-Screen::Screen(base::PtySize size, std::size_t scrollback_lines)
-    : impl_(std::make_unique<Impl>()), size_{clamp_dim(size.rows), clamp_cols(size.cols)}, scrollback_max_(scrollback_lines) {
+  auto impl = std::make_unique<Impl>(base::PtySize{clamp_dim(size.rows), clamp_cols(size.cols)}, scrollback_lines);
   static const VTermScreenCallbacks kCallbacks = {
-      nullptr, nullptr, nullptr, &Callbacks::settermprop, nullptr, nullptr, &Callbacks::sb_pushline, nullptr};
-  impl_->vt = vterm_new(size_.rows, size_.cols);
-  if (!impl_->vt) return;
-  vterm_set_utf8(impl_->vt, 1);
-  vterm_output_set_callback(impl_->vt, &Callbacks::discard_output, nullptr);
-  impl_->vs = vterm_obtain_screen(impl_->vt);
-  vterm_screen_enable_altscreen(impl_->vs, 1);
-  vterm_screen_set_callbacks(impl_->vs, &kCallbacks, this);
-  vterm_screen_set_damage_merge(impl_->vs, VTERM_DAMAGE_SCROLL);
-  vterm_screen_reset(impl_->vs, 1);
+      nullptr, nullptr, nullptr, &Impl::on_settermprop, nullptr, nullptr, &Impl::on_sb_pushline, nullptr};
+  impl->vt = vterm_new(impl->size_.rows, impl->size_.cols);
+  if (!impl->vt) return Error{base::Errc::kSystem, ENOMEM, "vterm_new"};
+  vterm_set_utf8(impl->vt, 1);
+  vterm_output_set_callback(impl->vt, &discard_output, nullptr);
+  impl->vs = vterm_obtain_screen(impl->vt);
+  vterm_screen_enable_altscreen(impl->vs, 1);
+  vterm_screen_set_callbacks(impl->vs, &kCallbacks, impl.get());
+  vterm_screen_set_damage_merge(impl->vs, VTERM_DAMAGE_SCROLL);
+  vterm_screen_reset(impl->vs, 1);
+  return std::unique_ptr<Screen>(new Screen(std::move(impl)));
 }
 
-Screen::~Screen() = default;
+Screen::Impl::~Impl() {
+  if (vt) vterm_free(vt);
+}
 
 // Every byte reaches libvterm here, after filter(). Writes are cut into pieces of at most
 // 64 KiB at a line or character boundary: libvterm's stack use grows with the size of one
 // write.
-void Screen::write_vt(std::string_view b) {
+void Screen::Impl::write_vt(std::string_view b) {
   constexpr std::size_t kMaxWrite = 64 * 1024;
   while (!b.empty()) {
     std::size_t n = b.size();
@@ -268,249 +322,19 @@ void Screen::write_vt(std::string_view b) {
       n = nl != std::string_view::npos && nl >= kMaxWrite / 2 ? nl + 1 : kMaxWrite;
       while (n > 1 && (static_cast<unsigned char>(b[n]) & 0xC0) == 0x80) --n;  // not inside a character
     }
-    vterm_input_write(impl_->vt, b.data(), n);
+    vterm_input_write(vt, b.data(), n);
     b.remove_prefix(n);
   }
 }
 
-void Screen::feed(std::string_view bytes) {
+void Screen::Impl::feed(std::string_view bytes) {
   std::string clean;
-  clean.reserve(bytes.size() + fseq_.size() + 8);
-  filter(bytes, clean);
+  clean.reserve(bytes.size() + 8);
+  filter_.filter(bytes, clean);
   feed_whole(clean);
 }
 
-// The filter of the essay. Its parser follows libvterm 0.1.4's (parser.c): NUL and DEL are
-// ignored everywhere; CAN and SUB abandon a sequence; ESC starts one anywhere (in a string
-// it may be ST); other C0 controls are executed wherever they stand, even inside a sequence;
-// a CSI is leader bytes (0x3C-0x3F), then digits and separators (';' ':'), then
-// intermediates (0x20-0x2F), then a final byte (0x40-0x7E), and any other byte ends it
-// unexecuted and is lost; after ESC, a byte of 0x80 or more is ignored.
-void Screen::filter(std::string_view in, std::string& out) {
-  const std::size_t n = in.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (fstate_ == FilterState::kGround) {
-      // The hot path: a run of printable ASCII goes through as it is.
-      std::size_t j = i;
-      while (j < n && static_cast<unsigned char>(in[j]) >= 0x20 && static_cast<unsigned char>(in[j]) < 0x7f) ++j;
-      if (j > i) {
-        if (!u8_.empty()) {  // printable ASCII interrupts a character
-          out += "\xef\xbf\xbd";
-          u8_.clear();
-          u8_need_ = 0;
-        }
-        out.append(in.substr(i, j - i));
-        frep_ok_ = true;
-        i = j - 1;
-        continue;
-      }
-    }
-    filter_byte(static_cast<unsigned char>(in[i]), out);
-  }
-}
-
-void Screen::filter_reset_seq() {
-  fseq_.assign("\x1b");
-  fraw_.assign("\x1b");
-  fraw_whole_ = true;
-  fdrop_ = false;
-}
-
-void Screen::filter_byte(unsigned char c, std::string& out) {
-  auto raw = [this](unsigned char ch) {
-    if (!fraw_whole_) return;
-    if (fraw_.size() >= kMaxPendingSeq) {
-      fraw_whole_ = false;
-      fraw_.clear();
-      return;
-    }
-    fraw_ += static_cast<char>(ch);
-  };
-  // Bytes with the same meaning in every state.
-  if (c == 0x00 || c == 0x7f) return;
-  if (c == 0x18 || c == 0x1a) {  // CAN, SUB: the sequence or string is abandoned
-    fstate_ = FilterState::kGround;
-    frep_ok_ = false;
-    return;
-  }
-  if (c == 0x1b) {
-    if (fstate_ == FilterState::kString) {
-      fstate_ = FilterState::kStringEsc;
-      raw(c);
-      return;
-    }
-    if (fstate_ == FilterState::kStringEsc) string_done();  // ESC ESC: the string ends
-    fseq_rep_ok_ = fstate_ == FilterState::kGround && frep_ok_;
-    frep_ok_ = false;
-    fstate_ = FilterState::kEsc;
-    filter_reset_seq();
-    return;
-  }
-  if (fstate_ == FilterState::kString || fstate_ == FilterState::kStringEsc) {
-    if (fstate_ == FilterState::kStringEsc) {  // ST is ESC '\'; any other ESC also ends the string
-      string_done();
-      fstate_ = FilterState::kGround;
-      if (c == '\\') return;
-      fstate_ = FilterState::kEsc;
-      fseq_rep_ok_ = false;
-      filter_reset_seq();
-      filter_byte(c, out);
-      return;
-    }
-    if (c == 0x07) {  // BEL ends a string too
-      string_done();
-      fstate_ = FilterState::kGround;
-      return;
-    }
-    if (c < 0x20) return;  // C0 controls inside a string: ignored, as xterm does
-    if (osc_ && str_.size() <= kMaxTitle + 2) str_ += static_cast<char>(c);
-    raw(c);
-    return;
-  }
-  if (c < 0x20) {  // a C0 control: executed now, wherever it stands
-    out += static_cast<char>(c);
-    frep_ok_ = fseq_rep_ok_ = false;
-    return;
-  }
-  switch (fstate_) {
-    case FilterState::kGround:
-      frep_ok_ = false;
-      filter_utf8(c, out);  // (printable ASCII took the hot path)
-      return;
-    case FilterState::kEsc: {
-      if (c >= 0x80) return;  // ignored; the sequence goes on
-      raw(c);
-      const bool inter = fseq_.size() > 1;  // intermediates so far
-      if (c == '[') {
-        fstate_ = FilterState::kCsiLeader;
-        fseq_.assign("\x1b[");  // libvterm forgets intermediates here
-        fseps_ = 0;
-        fnum_at_ = fseq_.size();
-        fnum_ = 0;
-      } else if (c == ']' || c == 'P' || (!inter && (c == '_' || c == '^' || c == 'X'))) {
-        fstate_ = FilterState::kString;  // OSC, DCS, APC, PM, SOS: swallowed
-        osc_ = c == ']';
-        str_.clear();
-      } else if (c >= 0x20 && c <= 0x2f) {  // an intermediate
-        if (fseq_.size() >= 3) fdrop_ = true;  // more than two: nobody's
-        else fseq_ += static_cast<char>(c);
-      } else {  // a final byte (0x30-0x7E; 0x40-0x5F alone is a 7-bit C1 control)
-        fstate_ = FilterState::kGround;
-        if (fdrop_) return;
-        fseq_ += static_cast<char>(c);
-        out += fseq_;
-        if (fseq_ == "\x1b" "c") {  // RIS: libvterm's decoders start again
-          u8_.clear();
-          u8_need_ = 0;
-        }
-      }
-      return;
-    }
-    case FilterState::kCsiLeader:
-      if (c >= 0x3c && c <= 0x3f) {
-        raw(c);
-        if (fseq_.size() > 2) fdrop_ = true;  // a second leader byte: libvterm ignores the CSI
-        else fseq_ += static_cast<char>(c);
-        fnum_at_ = fseq_.size();
-        return;
-      }
-      fstate_ = FilterState::kCsiParam;
-      [[fallthrough]];
-    case FilterState::kCsiParam:
-      if (c >= '0' && c <= '9') {
-        raw(c);
-        if (fdrop_) return;
-        fnum_ = std::min<std::uint32_t>(fnum_ * 10 + (c - '0'), 99999);
-        if (fseq_.size() - fnum_at_ < 5) {
-          fseq_ += static_cast<char>(c);
-        } else {  // a sixth digit: the value, saturated at 99999
-          fseq_.resize(fnum_at_);
-          fseq_ += std::to_string(fnum_);
-        }
-        return;
-      }
-      if (c == ';' || c == ':') {
-        raw(c);
-        // libvterm 0.1.4 has room for 16 parameters and writes past them (CSI_ARGS_MAX).
-        if (++fseps_ > 15) fdrop_ = true;
-        if (fdrop_) return;
-        fseq_ += static_cast<char>(c);
-        fnum_at_ = fseq_.size();
-        fnum_ = 0;
-        return;
-      }
-      fstate_ = FilterState::kCsiInter;
-      [[fallthrough]];
-    case FilterState::kCsiInter:
-      if (c >= 0x20 && c <= 0x2f) {
-        raw(c);
-        if (fseq_.size() > 0 && static_cast<unsigned char>(fseq_.back()) >= 0x20 &&
-            static_cast<unsigned char>(fseq_.back()) <= 0x2f)
-          fdrop_ = true;  // a second intermediate byte: libvterm ignores the CSI
-        else if (!fdrop_)
-          fseq_ += static_cast<char>(c);
-        return;
-      }
-      fstate_ = FilterState::kGround;
-      if (c >= 0x40 && c <= 0x7e) {
-        filter_csi_final(c, out);
-        return;
-      }
-      // Anything else ends the CSI unexecuted and is lost with it (a byte of 0x80 or more too).
-      return;
-    case FilterState::kString:
-    case FilterState::kStringEsc:
-      return;  // handled above
-  }
-}
-
-void Screen::filter_csi_final(unsigned char c, std::string& out) {
-  if (fdrop_) return;
-  // REP repeats libvterm's last character, looping forever when it knows none of width 1.
-  if (c == 'b' && !fseq_rep_ok_) return;
-  fseq_ += static_cast<char>(c);
-  out += fseq_;
-  frep_ok_ = c == 'b';  // REP leaves the last character as it was
-}
-
-// Text bytes of 0x80 and above: well-formed UTF-8 (Unicode Table 3-7) goes through whole, a
-// C1 control is dropped, each maximal ill-formed subpart becomes one U+FFFD.
-void Screen::filter_utf8(unsigned char c, std::string& out) {
-  if (u8_need_ > 0) {
-    if (c >= u8_lo_ && c <= u8_hi_) {
-      u8_ += static_cast<char>(c);
-      u8_lo_ = 0x80;
-      u8_hi_ = 0xBF;
-      if (--u8_need_ > 0) return;
-      bool c1 = u8_.size() == 2 && u8_[0] == '\xc2' && static_cast<unsigned char>(u8_[1]) <= 0x9f;
-      if (!c1) out += u8_;
-      u8_.clear();
-      return;
-    }
-    out += "\xef\xbf\xbd";  // cut short; `c` starts afresh
-    u8_.clear();
-    u8_need_ = 0;
-  }
-  std::size_t need = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) need = 1;
-  else if (c == 0xE0) need = 2, lo = 0xA0;
-  else if (c == 0xED) need = 2, hi = 0x9F;
-  else if (c >= 0xE1 && c <= 0xEF) need = 2;
-  else if (c == 0xF0) need = 3, lo = 0x90;
-  else if (c >= 0xF1 && c <= 0xF3) need = 3;
-  else if (c == 0xF4) need = 3, hi = 0x8F;
-  if (need == 0) {  // a lone continuation byte, C0/C1 (overlong) or F5-FF
-    out += "\xef\xbf\xbd";
-    return;
-  }
-  u8_.assign(1, static_cast<char>(c));
-  u8_need_ = need;
-  u8_lo_ = lo;
-  u8_hi_ = hi;
-}
-
-void Screen::feed_whole(std::string_view b) {
+void Screen::Impl::feed_whole(std::string_view b) {
   if (b.empty()) return;
   bool captured = false;
   // Walks the bytes once with the mode scanner, finding "plain runs": text, CR, LF, TAB, BS,
@@ -608,22 +432,22 @@ void Screen::feed_whole(std::string_view b) {
       write_vt(b.substr(fed, i + 1 - fed));
       fed = i + 1;
       VTermPos pos;
-      vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &pos);
+      vterm_state_get_cursorpos(vterm_obtain_state(vt), &pos);
       if (modes_.origin || pos.row < 0 || pos.row >= size_.rows || pos.col < 0 || pos.col >= size_.cols)
-        vterm_input_write(impl_->vt, "\x1b[?0h", 5);
+        vterm_input_write(vt, "\x1b[?0h", 5);
     }
   }
   if (active) close_run(scan_ == ScanState::kGround ? n : esc);
   write_vt(b.substr(fed));
 }
 
-void Screen::capture_primary() {
-  impl_->primary_rows = size_.rows;
-  impl_->primary_cols = size_.cols;
-  impl_->primary.resize(static_cast<std::size_t>(size_.rows) * size_.cols);
+void Screen::Impl::capture_primary() {
+  primary_rows = size_.rows;
+  primary_cols = size_.cols;
+  primary.resize(static_cast<std::size_t>(size_.rows) * size_.cols);
   for (int r = 0; r < size_.rows; ++r)
-    for (int c = 0; c < size_.cols; ++c) impl_->primary[static_cast<std::size_t>(r) * size_.cols + c] = impl_->cell(r, c);
-  vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &impl_->primary_cursor);
+    for (int c = 0; c < size_.cols; ++c) primary[static_cast<std::size_t>(r) * size_.cols + c] = cell(r, c);
+  vterm_state_get_cursorpos(vterm_obtain_state(vt), &primary_cursor);
 }
 
 // The effect of a plain run that ends with CRLF and holds at least `rows` of them, without
@@ -631,7 +455,7 @@ void Screen::capture_primary() {
 // this text and scrolls away under the `rows + 1` CRLFs drawn next, and the pen is the last
 // SGR's. What a person could still scroll back to is kept: the rows above the cursor, then
 // the run's lines (SGR removed, a lone CR keeps what follows it, wrapped at the width).
-void Screen::skip_lines(std::string_view run) {
+void Screen::Impl::skip_lines(std::string_view run) {
   // The pen: the SGRs after the last reset (a run holds no other escape sequence).
   std::string pen;
   std::size_t from = 0;
@@ -744,42 +568,42 @@ void Screen::skip_lines(std::string_view run) {
     for (auto it = rows_out.rbegin(); it != rows_out.rend(); ++it) push_scrollback(std::move(*it));
   }
   std::string reset = fmt::format("\x1b[2J\x1b[{};1H", size_.rows);
-  vterm_input_write(impl_->vt, reset.data(), reset.size());
+  vterm_input_write(vt, reset.data(), reset.size());
   write_vt(pen);
   // The rows this reset blanked scroll away first under the lines drawn next: not history.
   drop_blank_pushes_ = size_.rows - 1;
 }
 
-void Screen::resize(base::PtySize size) {
+void Screen::Impl::resize(base::PtySize size) {
   base::PtySize s{clamp_dim(size.rows), clamp_cols(size.cols)};
   if (s == size_) return;
   size_ = s;
-  vterm_set_size(impl_->vt, s.rows, s.cols);
+  vterm_set_size(vt, s.rows, s.cols);
   // Terminals (xterm.js too) reset the margins on a resize; libvterm 0.1 keeps them, and a
   // kept region (or cursor) outside the new screen crashes it. Reset them and put the
   // cursor back inside the screen.
   VTermPos pos;
-  vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &pos);
+  vterm_state_get_cursorpos(vterm_obtain_state(vt), &pos);
   std::string fix = fmt::format("\x1b[r\x1b[{};{}H", std::clamp(pos.row, 0, s.rows - 1) + 1, std::clamp(pos.col, 0, s.cols - 1) + 1);
-  vterm_input_write(impl_->vt, fix.data(), fix.size());
+  vterm_input_write(vt, fix.data(), fix.size());
   modes_.top = modes_.bottom = 0;
-  frep_ok_ = fseq_rep_ok_ = false;  // a REP from now on needs a character first
+  filter_.forget_last_character();  // a REP from now on needs a character first
 }
 
-std::string Screen::row_text(int row) const {
+std::string Screen::Impl::row_text(int row) const {
   std::string line;
-  row_chars(line, size_.cols, [this, row](int c) { return impl_->cell(row, c); }, std::string::npos);
+  row_chars(line, size_.cols, [this, row](int c) { return cell(row, c); }, std::string::npos);
   rtrim(line);
   return line;
 }
 
-Cursor Screen::cursor() const {
+Cursor Screen::Impl::cursor() const {
   VTermPos pos;
-  vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &pos);
+  vterm_state_get_cursorpos(vterm_obtain_state(vt), &pos);
   return {pos.row, pos.col, cursor_visible_};
 }
 
-std::string Screen::ansi() const {
+std::string Screen::Impl::ansi() const {
   std::string out = "\x1b[0m\x1b[H\x1b[2J";
   // Scrollback first, each line pushed past the top so it lands in the viewer's history.
   if (!scrollback_.empty()) {
@@ -852,18 +676,18 @@ std::string Screen::ansi() const {
   if (alt_screen_) {
     // The main screen under the alternate one, and the cursor 1049 saved, so that leaving
     // the alternate screen shows what the model shows.
-    if (!impl_->primary.empty()) {
-      int rows = std::min<int>(size_.rows, impl_->primary_rows), cols = std::min<int>(size_.cols, impl_->primary_cols);
-      paint(rows, cols, [this](int r, int c) { return impl_->primary[static_cast<std::size_t>(r) * impl_->primary_cols + c]; });
-      out += fmt::format("\x1b[0m\x1b[{};{}H", std::min<int>(impl_->primary_cursor.row, size_.rows - 1) + 1,
-                         std::min<int>(impl_->primary_cursor.col, size_.cols - 1) + 1);
+    if (!primary.empty()) {
+      int rows = std::min<int>(size_.rows, primary_rows), cols = std::min<int>(size_.cols, primary_cols);
+      paint(rows, cols, [this](int r, int c) { return primary[static_cast<std::size_t>(r) * primary_cols + c]; });
+      out += fmt::format("\x1b[0m\x1b[{};{}H", std::min<int>(primary_cursor.row, size_.rows - 1) + 1,
+                         std::min<int>(primary_cursor.col, size_.cols - 1) + 1);
     }
     out += "\x1b[?1049h\x1b[H\x1b[2J";
   }
-  paint(size_.rows, size_.cols, [this](int r, int c) { return impl_->cell(r, c); });
+  paint(size_.rows, size_.cols, [this](int r, int c) { return cell(r, c); });
   // The program's current pen, so what it writes next keeps its attributes.
   {
-    VTermState* st = vterm_obtain_state(impl_->vt);
+    VTermState* st = vterm_obtain_state(vt);
     VTermValue v;
     Pen cur;
     vterm_state_get_penattr(st, VTERM_ATTR_BOLD, &v), cur.attrs.bold = v.boolean ? 1 : 0;
@@ -884,7 +708,7 @@ std::string Screen::ansi() const {
   if (modes_.mouse_sgr) out += "\x1b[?1006h";
   if (modes_.focus_events) out += "\x1b[?1004h";
   if (modes_.bracketed_paste) out += "\x1b[?2004h";
-  if (!title_.empty()) out += "\x1b]2;" + title_ + "\x07";
+  if (!filter_.title().empty()) out += "\x1b]2;" + filter_.title() + "\x07";
   Cursor cur = cursor();
   if (modes_.origin) {
     out += "\x1b[?6h";
@@ -898,34 +722,43 @@ std::string Screen::ansi() const {
   // read), as the filter holds it: libvterm has executed none of it (C0 controls inside a
   // sequence have run, and are not repeated). The character began first: within a
   // sequence or a string no byte reaches the UTF-8 decoder.
-  out += u8_;
-  if (fstate_ != FilterState::kGround && fraw_whole_) out += fraw_;
+  out += filter_.pending();
   return out;
 }
 
 #else  // no libvterm: the feature is off and says so
-
-struct Screen::Impl {};
 
 bool Screen::available() noexcept { return false; }
 
 Result<std::unique_ptr<Screen>> Screen::create(base::PtySize, std::size_t) {
   return Error{base::Errc::kUnsupported, 0, "the screen model needs libvterm, and this uexec was built without it"};
 }
-Screen::Screen(base::PtySize size, std::size_t n) : size_(size), scrollback_max_(n) {}
-Screen::~Screen() = default;
-void Screen::feed(std::string_view) {}
-void Screen::resize(base::PtySize) {}
-std::string Screen::row_text(int) const { return {}; }
-Cursor Screen::cursor() const { return {}; }
-std::string Screen::ansi() const { return {}; }
+Screen::Impl::~Impl() = default;
+void Screen::Impl::feed(std::string_view) {}
+void Screen::Impl::resize(base::PtySize) {}
+std::string Screen::Impl::row_text(int) const { return {}; }
+Cursor Screen::Impl::cursor() const { return {}; }
+std::string Screen::Impl::ansi() const { return {}; }
 
 #endif
 
+Screen::Screen(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Screen::~Screen() = default;
+
+void Screen::feed(std::string_view bytes) { impl_->feed(bytes); }
+void Screen::resize(base::PtySize size) { impl_->resize(size); }
+base::PtySize Screen::size() const noexcept { return impl_->size_; }
+Cursor Screen::cursor() const { return impl_->cursor(); }
+bool Screen::alt_screen() const noexcept { return impl_->alt_screen_; }
+const std::string& Screen::title() const noexcept { return impl_->filter_.title(); }
+bool Screen::app_cursor_keys() const noexcept { return impl_->modes_.app_cursor; }
+const std::deque<std::string>& Screen::scrollback() const noexcept { return impl_->scrollback_; }
+std::string Screen::ansi() const { return impl_->ansi(); }
+
 std::vector<std::string> Screen::lines() const {
   std::vector<std::string> out;
-  out.reserve(size_.rows);
-  for (int r = 0; r < size_.rows; ++r) out.push_back(row_text(r));
+  out.reserve(impl_->size_.rows);
+  for (int r = 0; r < impl_->size_.rows; ++r) out.push_back(impl_->row_text(r));
   return out;
 }
 
@@ -940,7 +773,7 @@ std::string Screen::text() const {
   return out;
 }
 
-void Screen::push_scrollback(std::string line) {
+void Screen::Impl::push_scrollback(std::string line) {
   if (scrollback_max_ == 0) return;
   if (scrollback_.size() >= scrollback_max_) scrollback_.pop_front();
   scrollback_.push_back(std::move(line));
@@ -948,7 +781,7 @@ void Screen::push_scrollback(std::string line) {
 
 // The mode scanner: ESC and CSI framing over the filtered bytes (whole sequences, no
 // strings), enough to see the DEC private modes and margins that libvterm 0.1 keeps to itself.
-void Screen::scan_byte(unsigned char c) {
+void Screen::Impl::scan_byte(unsigned char c) {
   switch (scan_) {
     case ScanState::kGround:
       if (c == 0x1b) {
@@ -984,17 +817,7 @@ void Screen::scan_byte(unsigned char c) {
   }
 }
 
-// OSC 0 and 2 set the title (bounded; control characters are dropped).
-void Screen::string_done() {
-  if (!osc_) return;
-  osc_ = false;
-  if (str_.size() < 2 || (str_[0] != '0' && str_[0] != '2') || str_[1] != ';') return;
-  title_.clear();
-  for (std::size_t i = 2; i < str_.size() && title_.size() < kMaxTitle; ++i)
-    if (static_cast<unsigned char>(str_[i]) >= 0x20 && str_[i] != 0x7f) title_ += str_[i];
-}
-
-void Screen::csi_done() {
+void Screen::Impl::csi_done() {
   char final = csi_.back();
   std::string_view body(csi_.data(), csi_.size() - 1);
   auto numbers = [](std::string_view s) {
