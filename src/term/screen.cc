@@ -1,9 +1,9 @@
 #include "term/screen.h"
 
+#include "term/mode_scanner.h"
 #include "term/vt_filter.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <unordered_map>
 
@@ -22,7 +22,6 @@ using base::Result;
 namespace {
 
 constexpr std::size_t kMaxScrollbackLine = 4096;  // bytes kept of one scrolled-off line
-constexpr std::size_t kMaxCsi = 128;  // longer than any CSI the filter lets through
 
 unsigned short clamp_dim(unsigned short v) { return static_cast<unsigned short>(std::clamp<int>(v, 1, 1000)); }
 // libvterm 0.1.4 writes outside the grid for a wide character on a one-column screen.
@@ -197,25 +196,10 @@ struct Screen::Impl {
 
   void feed_whole(std::string_view bytes);
   void write_vt(std::string_view bytes);
-  void scan_byte(unsigned char c);
   void skip_lines(std::string_view run);
-  void csi_done();
   void push_scrollback(std::string line);
   void capture_primary();
 
-  // DEC private modes and margins that a repaint restores (the scanner's view).
-  struct Modes {
-    bool app_cursor = false;      // ?1 DECCKM
-    bool origin = false;          // ?6 DECOM
-    bool autowrap = true;         // ?7 DECAWM
-    bool bracketed_paste = false; // ?2004
-    bool focus_events = false;    // ?1004
-    bool lr_margins = false;      // ?69 DECLRMM (not repainted; keeps the fast path off)
-    int mouse = 0;                // ?1000 / ?1002 / ?1003 (0: off)
-    bool mouse_sgr = false;       // ?1006
-    int top = 0, bottom = 0;      // DECSTBM, 1-based; 0: the full screen
-  };
-  enum class ScanState { kGround, kEsc, kCsi };
 
 #ifdef UEXEC_HAVE_VTERM
   VTerm* vt = nullptr;
@@ -241,13 +225,9 @@ struct Screen::Impl {
   bool alt_screen_ = false;
   bool cursor_visible_ = true;
   VtFilter filter_;  // every byte passes it first
-  Modes modes_;
-  ScanState scan_ = ScanState::kGround;
-  std::string csi_;  // parameter and intermediate bytes of the CSI being scanned (bounded)
+  ModeScanner scanner_;  // beside libvterm, on the same bytes
   std::vector<std::size_t> crlf_ends_;  // feed(): where the last rows+2 CRLFs of a run end
   int drop_blank_pushes_ = 0;  // blank rows a skip left, not to be pushed as history
-  bool alt_enter_ = false;  // the scanner just saw ?47h, ?1047h or ?1049h
-  bool cursor_restore_ = false;  // the scanner just saw DECRC (ESC 8)
 };
 
 #ifdef UEXEC_HAVE_VTERM
@@ -348,7 +328,8 @@ void Screen::Impl::feed_whole(std::string_view b) {
   bool active = false;
   std::size_t start = 0, esc = 0, crlfs = 0, first_end = 0;
   crlf_ends_.assign(keep + 1, 0);
-  auto fast_ok = [&] { return modes_.top == 0 && modes_.bottom == 0 && !modes_.origin && !modes_.lr_margins; };
+  const Modes& modes = scanner_.modes();
+  auto fast_ok = [&] { return modes.top == 0 && modes.bottom == 0 && !modes.origin && !modes.lr_margins; };
   auto close_run = [&](std::size_t end) {
     if (!active) return;
     active = false;
@@ -360,7 +341,7 @@ void Screen::Impl::feed_whole(std::string_view b) {
     fed = split;
   };
   for (std::size_t i = 0; i < n; ++i) {
-    if (scan_ == ScanState::kGround && static_cast<unsigned char>(b[i]) >= 0x20) {
+    if (scanner_.state() == ModeScanner::State::kGround && static_cast<unsigned char>(b[i]) >= 0x20) {
       // The hot path: text. The scanner has nothing to do; a run may start here.
       std::size_t j = i;
       while (j < n && static_cast<unsigned char>(b[j]) >= 0x20) ++j;
@@ -374,9 +355,9 @@ void Screen::Impl::feed_whole(std::string_view b) {
       continue;
     }
     const unsigned char c = static_cast<unsigned char>(b[i]);
-    const ScanState before = scan_;
-    scan_byte(c);
-    if (before == ScanState::kGround) {
+    const ModeScanner::State before = scanner_.state();
+    scanner_.scan(c, size_.rows);
+    if (before == ModeScanner::State::kGround) {
       bool plain = c >= 0x20 || c == '\r' || c == '\n' || c == '\t' || c == '\b' || c == 0x07 || c == 0x1b;
       if (!plain) {
         close_run(i);
@@ -398,16 +379,13 @@ void Screen::Impl::feed_whole(std::string_view b) {
       }
     } else if (active) {
       // Inside an escape sequence that began at `esc`: only a complete SGR keeps the run.
-      if (scan_ == ScanState::kGround) {
-        bool sgr = before == ScanState::kCsi && c == 'm' &&
-                   csi_.find_first_not_of("0123456789;:") == csi_.size() - 1;
-        if (!sgr) close_run(esc);
-      } else if (scan_ != ScanState::kCsi || c < 0x20) {
+      if (scanner_.state() == ModeScanner::State::kGround) {
+        if (!scanner_.sgr_ended()) close_run(esc);
+      } else if (scanner_.state() != ModeScanner::State::kCsi || c < 0x20) {
         close_run(esc);
       }
     }
-    if (alt_enter_) {
-      alt_enter_ = false;
+    if (scanner_.take_alt_enter()) {
       if (!active && !captured) {
         // Up to (not including) the sequence's final byte: libvterm holds the unfinished
         // CSI; what it shows now is the main screen the alternate one is about to cover.
@@ -421,23 +399,22 @@ void Screen::Impl::feed_whole(std::string_view b) {
         }
       }
     }
-    if (cursor_restore_) {
+    if (scanner_.take_cursor_restore()) {
       // libvterm 0.1.4's DECRC puts the saved position back as it is, also one that a
       // resize has since left outside the screen, where the next character is written out
       // of bounds, or one outside the margins in origin mode, which no repaint can address
       // (CSIs that restore it, ?1048l and ?1049l, clamp it, and so does any CSI after).
       // Up to here, then a CSI that libvterm handles by doing nothing but clamping the
       // cursor (an unknown DEC mode: `?0h`), when the cursor is out.
-      cursor_restore_ = false;
       write_vt(b.substr(fed, i + 1 - fed));
       fed = i + 1;
       VTermPos pos;
       vterm_state_get_cursorpos(vterm_obtain_state(vt), &pos);
-      if (modes_.origin || pos.row < 0 || pos.row >= size_.rows || pos.col < 0 || pos.col >= size_.cols)
+      if (modes.origin || pos.row < 0 || pos.row >= size_.rows || pos.col < 0 || pos.col >= size_.cols)
         vterm_input_write(vt, "\x1b[?0h", 5);
     }
   }
-  if (active) close_run(scan_ == ScanState::kGround ? n : esc);
+  if (active) close_run(scanner_.state() == ModeScanner::State::kGround ? n : esc);
   write_vt(b.substr(fed));
 }
 
@@ -586,7 +563,7 @@ void Screen::Impl::resize(base::PtySize size) {
   vterm_state_get_cursorpos(vterm_obtain_state(vt), &pos);
   std::string fix = fmt::format("\x1b[r\x1b[{};{}H", std::clamp(pos.row, 0, s.rows - 1) + 1, std::clamp(pos.col, 0, s.cols - 1) + 1);
   vterm_input_write(vt, fix.data(), fix.size());
-  modes_.top = modes_.bottom = 0;
+  scanner_.reset_margins();
   filter_.forget_last_character();  // a REP from now on needs a character first
 }
 
@@ -604,6 +581,7 @@ Cursor Screen::Impl::cursor() const {
 }
 
 std::string Screen::Impl::ansi() const {
+  const Modes& modes = scanner_.modes();
   std::string out = "\x1b[0m\x1b[H\x1b[2J";
   // Scrollback first, each line pushed past the top so it lands in the viewer's history.
   if (!scrollback_.empty()) {
@@ -701,18 +679,18 @@ std::string Screen::Impl::ansi() const {
     pen_sgr(out, cur);
   }
   // Modes, then the cursor (margins and origin mode change what a cursor address means).
-  if (modes_.top || modes_.bottom) out += fmt::format("\x1b[{};{}r", modes_.top ? modes_.top : 1, modes_.bottom ? modes_.bottom : size_.rows);
-  if (modes_.app_cursor) out += "\x1b[?1h";
-  if (!modes_.autowrap) out += "\x1b[?7l";
-  if (modes_.mouse) out += fmt::format("\x1b[?{}h", modes_.mouse);
-  if (modes_.mouse_sgr) out += "\x1b[?1006h";
-  if (modes_.focus_events) out += "\x1b[?1004h";
-  if (modes_.bracketed_paste) out += "\x1b[?2004h";
+  if (modes.top || modes.bottom) out += fmt::format("\x1b[{};{}r", modes.top ? modes.top : 1, modes.bottom ? modes.bottom : size_.rows);
+  if (modes.app_cursor) out += "\x1b[?1h";
+  if (!modes.autowrap) out += "\x1b[?7l";
+  if (modes.mouse) out += fmt::format("\x1b[?{}h", modes.mouse);
+  if (modes.mouse_sgr) out += "\x1b[?1006h";
+  if (modes.focus_events) out += "\x1b[?1004h";
+  if (modes.bracketed_paste) out += "\x1b[?2004h";
   if (!filter_.title().empty()) out += "\x1b]2;" + filter_.title() + "\x07";
   Cursor cur = cursor();
-  if (modes_.origin) {
+  if (modes.origin) {
     out += "\x1b[?6h";
-    int top = modes_.top ? modes_.top : 1;
+    int top = modes.top ? modes.top : 1;
     out += fmt::format("\x1b[{};{}H", std::max(1, cur.row + 2 - top), cur.col + 1);
   } else {
     out += fmt::format("\x1b[{};{}H", cur.row + 1, cur.col + 1);
@@ -751,7 +729,7 @@ base::PtySize Screen::size() const noexcept { return impl_->size_; }
 Cursor Screen::cursor() const { return impl_->cursor(); }
 bool Screen::alt_screen() const noexcept { return impl_->alt_screen_; }
 const std::string& Screen::title() const noexcept { return impl_->filter_.title(); }
-bool Screen::app_cursor_keys() const noexcept { return impl_->modes_.app_cursor; }
+bool Screen::app_cursor_keys() const noexcept { return impl_->scanner_.modes().app_cursor; }
 const std::deque<std::string>& Screen::scrollback() const noexcept { return impl_->scrollback_; }
 std::string Screen::ansi() const { return impl_->ansi(); }
 
@@ -777,114 +755,6 @@ void Screen::Impl::push_scrollback(std::string line) {
   if (scrollback_max_ == 0) return;
   if (scrollback_.size() >= scrollback_max_) scrollback_.pop_front();
   scrollback_.push_back(std::move(line));
-}
-
-// The mode scanner: ESC and CSI framing over the filtered bytes (whole sequences, no
-// strings), enough to see the DEC private modes and margins that libvterm 0.1 keeps to itself.
-void Screen::Impl::scan_byte(unsigned char c) {
-  switch (scan_) {
-    case ScanState::kGround:
-      if (c == 0x1b) {
-        scan_ = ScanState::kEsc;
-        csi_.clear();  // the intermediates of an ESC sequence
-      }
-      break;
-    case ScanState::kEsc:
-      if (c == '[') {
-        scan_ = ScanState::kCsi;
-        csi_.clear();
-      } else if (c >= 0x20 && c <= 0x2f) {
-        csi_ += static_cast<char>(c);  // (the filter lets two through at most)
-      } else {
-        if (c == 'c' && csi_.empty()) modes_ = Modes{};  // RIS: a full reset
-        if (c == '8' && csi_.empty()) cursor_restore_ = true;
-        scan_ = ScanState::kGround;
-      }
-      break;
-    case ScanState::kCsi:
-      if (c >= 0x40 && c <= 0x7e) {
-        if (csi_.size() < kMaxCsi) {
-          csi_ += static_cast<char>(c);
-          csi_done();
-        }
-        scan_ = ScanState::kGround;
-      } else if (c >= 0x20 && csi_.size() < kMaxCsi) {
-        csi_ += static_cast<char>(c);
-      } else if (c >= 0x20) {
-        csi_.assign(kMaxCsi, '\0');  // too long to be ours: ignored at its final byte
-      }
-      break;
-  }
-}
-
-void Screen::Impl::csi_done() {
-  char final = csi_.back();
-  std::string_view body(csi_.data(), csi_.size() - 1);
-  auto numbers = [](std::string_view s) {
-    std::vector<int> out;
-    std::size_t pos = 0;
-    while (pos <= s.size()) {
-      std::size_t semi = s.find(';', pos);
-      std::string_view part = s.substr(pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
-      int v = 0;
-      if (!part.empty()) std::from_chars(part.data(), part.data() + part.size(), v);
-      out.push_back(v);
-      if (semi == std::string_view::npos) break;
-      pos = semi + 1;
-    }
-    return out;
-  };
-  if (!body.empty() && body[0] == '?' && (final == 'h' || final == 'l')) {
-    bool on = final == 'h';
-    for (int m : numbers(body.substr(1))) {
-      switch (m) {
-        case 1: modes_.app_cursor = on; break;
-        case 6: modes_.origin = on; break;
-        case 7: modes_.autowrap = on; break;
-        case 1000:
-        case 1002:
-        case 1003:
-          if (on) modes_.mouse = m;
-          else if (modes_.mouse == m) modes_.mouse = 0;
-          break;
-        case 1004: modes_.focus_events = on; break;
-        case 1006: modes_.mouse_sgr = on; break;
-        case 2004: modes_.bracketed_paste = on; break;
-        case 69: modes_.lr_margins = on; break;
-        case 47:
-        case 1047:
-        case 1049: if (on) alt_enter_ = true; break;
-        default: break;
-      }
-    }
-  } else if (final == 'r' && body.find_first_not_of("0123456789;:") == std::string_view::npos &&
-             body.find(':') != std::string_view::npos) {
-    modes_.top = 1;  // a form libvterm may read but we do not: assume margins (no fast path)
-    modes_.bottom = size_.rows;
-  } else if (final == 's' && modes_.lr_margins) {
-    modes_.top = 1;  // DECSLRM: left/right margins; the fast path stays off
-    modes_.bottom = size_.rows;
-  } else if (final == 'r' && body.find_first_not_of("0123456789;") == std::string_view::npos) {
-    // DECSTBM exactly as libvterm 0.1.4 reads it (state.c): a missing top is 1, a missing
-    // bottom the last row, both clamped to the screen; a region of no rows (0 is a value
-    // here, not a default) is the full screen again.
-    auto n = numbers(body);
-    const int rows = size_.rows;
-    std::size_t semi = body.find(';');
-    bool has_top = !body.empty() && semi != 0;
-    bool has_bottom = semi != std::string_view::npos && semi + 1 < body.size() && body[semi + 1] != ';';
-    int top = std::clamp((has_top ? n[0] : 1) - 1, 0, rows);  // 0-based
-    int bottom = has_bottom ? std::min(n[1], rows) : rows;    // exclusive
-    if (bottom <= top || (top == 0 && bottom == rows)) {
-      modes_.top = modes_.bottom = 0;  // the full screen
-    } else {
-      modes_.top = top + 1;
-      modes_.bottom = bottom;
-    }
-  } else if (final == 'p' && body == "!") {  // DECSTR, a soft reset (libvterm 0.1 keeps the margins)
-    modes_.app_cursor = modes_.origin = false;
-    modes_.autowrap = true;
-  }
 }
 
 }  // namespace uexec::term
