@@ -1,17 +1,19 @@
 #include "term/screen.h"
 
-#include "term/mode_scanner.h"
-#include "term/vt_filter.h"
-
 #include <algorithm>
 #include <cstring>
-#include <unordered_map>
 
 #include <fmt/format.h>
 #include <utf8proc.h>
 
+#include "term/mode_scanner.h"
+#include "term/vt_filter.h"
+
 #ifdef UEXEC_HAVE_VTERM
 #include <vterm.h>
+
+#include "term/cells.h"
+#include "term/repaint.h"
 #endif
 
 namespace uexec::term {
@@ -27,159 +29,7 @@ unsigned short clamp_dim(unsigned short v) { return static_cast<unsigned short>(
 // libvterm 0.1.4 writes outside the grid for a wide character on a one-column screen.
 unsigned short clamp_cols(unsigned short v) { return static_cast<unsigned short>(std::clamp<int>(v, 2, 1000)); }
 
-void put_utf8(std::string& out, std::uint32_t cp) {
-  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-void rtrim(std::string& s) {
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-}
-
 }  // namespace
-
-#ifdef UEXEC_HAVE_VTERM
-
-namespace {
-
-constexpr std::uint32_t kWideContinuation = 0xFFFFFFFFu;  // libvterm's cell right of a wide one
-
-// One cell's characters (base + combining) as UTF-8; an empty cell is a space.
-void cell_text(std::string& out, const VTermScreenCell& cell) {
-  if (cell.chars[0] == 0) {
-    out += ' ';
-    return;
-  }
-  for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i] != 0; ++i) put_utf8(out, cell.chars[i]);
-}
-
-// The pen of a cell, compared and rendered as one SGR.
-struct Pen {
-  VTermScreenCellAttrs attrs{};
-  VTermColor fg{}, bg{};
-};
-
-bool same_color(const VTermColor& a, const VTermColor& b) {
-  if (VTERM_COLOR_IS_DEFAULT_FG(&a) != VTERM_COLOR_IS_DEFAULT_FG(&b)) return false;
-  if (VTERM_COLOR_IS_DEFAULT_BG(&a) != VTERM_COLOR_IS_DEFAULT_BG(&b)) return false;
-  if (VTERM_COLOR_IS_DEFAULT_FG(&a) || VTERM_COLOR_IS_DEFAULT_BG(&a)) return true;
-  if (VTERM_COLOR_IS_INDEXED(&a) != VTERM_COLOR_IS_INDEXED(&b)) return false;
-  if (VTERM_COLOR_IS_INDEXED(&a)) return a.indexed.idx == b.indexed.idx;
-  return a.rgb.red == b.rgb.red && a.rgb.green == b.rgb.green && a.rgb.blue == b.rgb.blue;
-}
-
-bool same_pen(const Pen& a, const Pen& b) {
-  return a.attrs.bold == b.attrs.bold && a.attrs.underline == b.attrs.underline && a.attrs.italic == b.attrs.italic &&
-         a.attrs.blink == b.attrs.blink && a.attrs.reverse == b.attrs.reverse && a.attrs.strike == b.attrs.strike &&
-         same_color(a.fg, b.fg) && same_color(a.bg, b.bg);
-}
-
-void color_sgr(std::string& out, const VTermColor& c, bool fg) {
-  if (VTERM_COLOR_IS_DEFAULT_FG(&c) || VTERM_COLOR_IS_DEFAULT_BG(&c)) return;  // after 0: the default
-  if (VTERM_COLOR_IS_INDEXED(&c)) {
-    int i = c.indexed.idx;
-    if (i < 8) out += fmt::format(";{}", (fg ? 30 : 40) + i);
-    else if (i < 16) out += fmt::format(";{}", (fg ? 90 : 100) + i - 8);
-    else out += fmt::format(";{};5;{}", fg ? 38 : 48, i);
-  } else {
-    out += fmt::format(";{};2;{};{};{}", fg ? 38 : 48, c.rgb.red, c.rgb.green, c.rgb.blue);
-  }
-}
-
-void pen_sgr(std::string& out, const Pen& p) {
-  out += "\x1b[0";
-  if (p.attrs.bold) out += ";1";
-  if (p.attrs.italic) out += ";3";
-  if (p.attrs.underline == 1) out += ";4";
-  if (p.attrs.underline == 2) out += ";21";
-  if (p.attrs.blink) out += ";5";
-  if (p.attrs.reverse) out += ";7";
-  if (p.attrs.strike) out += ";9";
-  color_sgr(out, p.fg, true);
-  color_sgr(out, p.bg, false);
-  out += 'm';
-}
-
-// The width libvterm gives `cp` when it prints it alone: 0 (its combining table, which is
-// not utf8proc's), 1 or 2. Asked of a scratch terminal (one per thread, kept) and
-// remembered: how far the cursor moves when `cp` is printed at a fresh position.
-int vterm_width(std::uint32_t cp) {
-  if (cp < 0x300) return 1;  // below U+0300 nothing is combining or wide
-  struct Scratch {
-    VTerm* vt = vterm_new(1, 8);
-    std::unordered_map<std::uint32_t, int> known;
-    Scratch() {
-      if (!vt) return;
-      vterm_set_utf8(vt, 1);
-      vterm_output_set_callback(vt, [](const char*, std::size_t, void*) {}, nullptr);
-      vterm_state_reset(vterm_obtain_state(vt), 1);
-    }
-    ~Scratch() {
-      if (vt) vterm_free(vt);
-    }
-  };
-  thread_local Scratch scratch;
-  if (auto it = scratch.known.find(cp); it != scratch.known.end()) return it->second;
-  if (!scratch.vt) return utf8proc_charwidth(static_cast<utf8proc_int32_t>(cp));
-  // 'x' first, so that the character cannot join the previous probe's.
-  std::string probe = "\x1b[1;1Hx\x1b[1;4H";
-  put_utf8(probe, cp);
-  vterm_input_write(scratch.vt, probe.data(), probe.size());
-  VTermPos pos;
-  vterm_state_get_cursorpos(vterm_obtain_state(scratch.vt), &pos);
-  int width = std::clamp(pos.col - 3, 0, 2);
-  if (scratch.known.size() < 65536) scratch.known.emplace(cp, width);
-  return width;
-}
-
-// A wide character whose right half is still there (at `c + 1`, libvterm's continuation
-// cell). libvterm 0.1.4 keeps the left half when a resize cuts the right one off, or when a
-// character is written over it; a terminal shows a blank there, and so do lines() and ansi().
-template <class Get>
-bool whole_wide(const VTermScreenCell& cell, int c, int cols, Get&& get) {
-  return cell.chars[0] != 0 && cell.chars[0] != kWideContinuation && vterm_width(cell.chars[0]) == 2 &&
-         c + 1 < cols && get(c + 1).chars[0] == kWideContinuation;
-}
-
-// A row's characters as a terminal shows them, up to about `max` bytes: a wide character
-// once; a half of one without the other (see whole_wide) as a space.
-template <class Get>
-void row_chars(std::string& out, int cols, Get&& get, std::size_t max) {
-  for (int c = 0; c < cols && out.size() < max; ++c) {
-    VTermScreenCell cell = get(c);
-    if (whole_wide(cell, c, cols, get)) {
-      cell_text(out, cell);
-      ++c;
-    } else if (cell.chars[0] == kWideContinuation || (cell.chars[0] != 0 && vterm_width(cell.chars[0]) == 2)) {
-      out += ' ';
-    } else {
-      cell_text(out, cell);
-    }
-  }
-}
-
-// A cell that a repaint must draw even when it holds no character.
-bool visible_blank(const VTermScreenCell& c) {
-  return !VTERM_COLOR_IS_DEFAULT_BG(&c.bg) || c.attrs.reverse || c.attrs.underline || c.attrs.strike;
-}
-
-}  // namespace
-
-#endif  // UEXEC_HAVE_VTERM
 
 // The model behind Screen's API: libvterm and what stands around it (screen.h's essay).
 struct Screen::Impl {
@@ -212,6 +62,7 @@ struct Screen::Impl {
   // libvterm's screen callbacks; `user` is the Impl.
   static int on_settermprop(VTermProp prop, VTermValue* val, void* user);
   static int on_sb_pushline(int cols, const VTermScreenCell* cells, void* user);
+  Pen pen() const;
   VTermScreenCell cell(int row, int col) const {
     VTermScreenCell c;
     std::memset(&c, 0, sizeof c);
@@ -581,127 +432,42 @@ Cursor Screen::Impl::cursor() const {
 }
 
 std::string Screen::Impl::ansi() const {
-  const Modes& modes = scanner_.modes();
-  std::string out = "\x1b[0m\x1b[H\x1b[2J";
-  // Scrollback first, each line pushed past the top so it lands in the viewer's history.
-  if (!scrollback_.empty()) {
-    out += "\x1b[?7l";  // a line a little too wide for the viewer is cut, never spread over two rows
-    for (const auto& line : scrollback_) {
-      out += line;
-      out += "\r\n";
-    }
-    out += "\x1b[?7h";
-    out.append(static_cast<std::size_t>(size_.rows - 1), '\n');
-    out += "\x1b[H";
+  const std::string pending = filter_.pending();
+  auto at = [this](int r, int c) { return cell(r, c); };
+  RepaintView view{.size = size_,
+                   .scrollback = scrollback_,
+                   .grid = {size_.rows, size_.cols, at},
+                   .alt_screen = alt_screen_,
+                   .main_screen = nullptr,
+                   .main_cursor = {primary_cursor.row, primary_cursor.col},
+                   .pen = pen(),
+                   .modes = scanner_.modes(),
+                   .title = filter_.title(),
+                   .cursor = cursor(),
+                   .pending = pending};
+  Grid main;
+  if (alt_screen_ && !primary.empty()) {
+    main = {std::min<int>(size_.rows, primary_rows), std::min<int>(size_.cols, primary_cols),
+            [this](int r, int c) { return primary[static_cast<std::size_t>(r) * primary_cols + c]; }};
+    view.main_screen = &main;
   }
-  // A cell that holds only combining characters (libvterm makes one, of width 0, when a mark
-  // follows a cursor move) would join the cell printed before it, and the cursor would not
-  // move past it: such cells are painted first, each over a space of its own, and the row's
-  // other cells then jump over them.
-  auto lone_mark = [](const VTermScreenCell& c) { return c.chars[0] != kWideContinuation && vterm_width(c.chars[0]) == 0; };
-  auto paint = [&out, &lone_mark](int rows, int cols, auto&& get) {
-    Pen pen;
-    bool pen_set = false;
-    auto use_pen = [&](const VTermScreenCell& cell) {
-      Pen p{cell.attrs, cell.fg, cell.bg};
-      if (!pen_set || !same_pen(p, pen)) {
-        pen_sgr(out, p);
-        pen = p;
-        pen_set = true;
-      }
-    };
-    for (int r = 0; r < rows; ++r) {
-      int last = -1;
-      bool marks = false;
-      for (int c = 0; c < cols; ++c) {
-        VTermScreenCell cell = get(r, c);
-        if ((cell.chars[0] != 0 && cell.chars[0] != kWideContinuation) || visible_blank(cell)) last = c;
-        marks = marks || lone_mark(cell);
-      }
-      if (last < 0) continue;
-      for (int c = 0; marks && c <= last; ++c) {
-        VTermScreenCell cell = get(r, c);
-        if (!lone_mark(cell)) continue;
-        // A space there first: libvterm joins a mark to the last character printed when the
-        // cursor stands right after it, wherever that character has gone since (scrolled away).
-        out += fmt::format("\x1b[{0};{1}H \x1b[{0};{1}H", r + 1, c + 1);
-        use_pen(cell);
-        cell_text(out, cell);
-      }
-      out += fmt::format("\x1b[{};1H", r + 1);
-      bool jump = false;
-      auto row = [&get, r](int c) { return get(r, c); };
-      for (int c = 0; c <= last; ++c) {
-        VTermScreenCell cell = get(r, c);
-        if (lone_mark(cell)) {
-          jump = true;
-          continue;
-        }
-        if (jump) out += fmt::format("\x1b[{};{}H", r + 1, c + 1);
-        jump = false;
-        use_pen(cell);
-        if (whole_wide(cell, c, cols, row)) {
-          cell_text(out, cell);
-          ++c;
-        } else if (cell.chars[0] == kWideContinuation || (cell.chars[0] != 0 && vterm_width(cell.chars[0]) == 2)) {
-          out += ' ';  // half a wide character (whole_wide): printed, it would wrap or overlap
-        } else {
-          cell_text(out, cell);
-        }
-      }
-    }
-  };
-  if (alt_screen_) {
-    // The main screen under the alternate one, and the cursor 1049 saved, so that leaving
-    // the alternate screen shows what the model shows.
-    if (!primary.empty()) {
-      int rows = std::min<int>(size_.rows, primary_rows), cols = std::min<int>(size_.cols, primary_cols);
-      paint(rows, cols, [this](int r, int c) { return primary[static_cast<std::size_t>(r) * primary_cols + c]; });
-      out += fmt::format("\x1b[0m\x1b[{};{}H", std::min<int>(primary_cursor.row, size_.rows - 1) + 1,
-                         std::min<int>(primary_cursor.col, size_.cols - 1) + 1);
-    }
-    out += "\x1b[?1049h\x1b[H\x1b[2J";
-  }
-  paint(size_.rows, size_.cols, [this](int r, int c) { return cell(r, c); });
-  // The program's current pen, so what it writes next keeps its attributes.
-  {
-    VTermState* st = vterm_obtain_state(vt);
-    VTermValue v;
-    Pen cur;
-    vterm_state_get_penattr(st, VTERM_ATTR_BOLD, &v), cur.attrs.bold = v.boolean ? 1 : 0;
-    vterm_state_get_penattr(st, VTERM_ATTR_UNDERLINE, &v), cur.attrs.underline = static_cast<unsigned>(v.number) & 3u;
-    vterm_state_get_penattr(st, VTERM_ATTR_ITALIC, &v), cur.attrs.italic = v.boolean ? 1 : 0;
-    vterm_state_get_penattr(st, VTERM_ATTR_BLINK, &v), cur.attrs.blink = v.boolean ? 1 : 0;
-    vterm_state_get_penattr(st, VTERM_ATTR_REVERSE, &v), cur.attrs.reverse = v.boolean ? 1 : 0;
-    vterm_state_get_penattr(st, VTERM_ATTR_STRIKE, &v), cur.attrs.strike = v.boolean ? 1 : 0;
-    vterm_state_get_penattr(st, VTERM_ATTR_FOREGROUND, &v), cur.fg = v.color;
-    vterm_state_get_penattr(st, VTERM_ATTR_BACKGROUND, &v), cur.bg = v.color;
-    pen_sgr(out, cur);
-  }
-  // Modes, then the cursor (margins and origin mode change what a cursor address means).
-  if (modes.top || modes.bottom) out += fmt::format("\x1b[{};{}r", modes.top ? modes.top : 1, modes.bottom ? modes.bottom : size_.rows);
-  if (modes.app_cursor) out += "\x1b[?1h";
-  if (!modes.autowrap) out += "\x1b[?7l";
-  if (modes.mouse) out += fmt::format("\x1b[?{}h", modes.mouse);
-  if (modes.mouse_sgr) out += "\x1b[?1006h";
-  if (modes.focus_events) out += "\x1b[?1004h";
-  if (modes.bracketed_paste) out += "\x1b[?2004h";
-  if (!filter_.title().empty()) out += "\x1b]2;" + filter_.title() + "\x07";
-  Cursor cur = cursor();
-  if (modes.origin) {
-    out += "\x1b[?6h";
-    int top = modes.top ? modes.top : 1;
-    out += fmt::format("\x1b[{};{}H", std::max(1, cur.row + 2 - top), cur.col + 1);
-  } else {
-    out += fmt::format("\x1b[{};{}H", cur.row + 1, cur.col + 1);
-  }
-  out += cur.visible ? "\x1b[?25h" : "\x1b[?25l";
-  // What the program is in the middle of writing (a character or a sequence split by a
-  // read), as the filter holds it: libvterm has executed none of it (C0 controls inside a
-  // sequence have run, and are not repeated). The character began first: within a
-  // sequence or a string no byte reaches the UTF-8 decoder.
-  out += filter_.pending();
-  return out;
+  return repaint(view);
+}
+
+// The pen libvterm writes with now (the last SGR's).
+Pen Screen::Impl::pen() const {
+  VTermState* st = vterm_obtain_state(vt);
+  VTermValue v;
+  Pen cur;
+  vterm_state_get_penattr(st, VTERM_ATTR_BOLD, &v), cur.attrs.bold = v.boolean ? 1 : 0;
+  vterm_state_get_penattr(st, VTERM_ATTR_UNDERLINE, &v), cur.attrs.underline = static_cast<unsigned>(v.number) & 3u;
+  vterm_state_get_penattr(st, VTERM_ATTR_ITALIC, &v), cur.attrs.italic = v.boolean ? 1 : 0;
+  vterm_state_get_penattr(st, VTERM_ATTR_BLINK, &v), cur.attrs.blink = v.boolean ? 1 : 0;
+  vterm_state_get_penattr(st, VTERM_ATTR_REVERSE, &v), cur.attrs.reverse = v.boolean ? 1 : 0;
+  vterm_state_get_penattr(st, VTERM_ATTR_STRIKE, &v), cur.attrs.strike = v.boolean ? 1 : 0;
+  vterm_state_get_penattr(st, VTERM_ATTR_FOREGROUND, &v), cur.fg = v.color;
+  vterm_state_get_penattr(st, VTERM_ATTR_BACKGROUND, &v), cur.bg = v.color;
+  return cur;
 }
 
 #else  // no libvterm: the feature is off and says so
