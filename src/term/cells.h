@@ -18,6 +18,7 @@
 namespace uexec::term {
 
 inline constexpr std::uint32_t kWideContinuation = 0xFFFFFFFFu;  // libvterm's cell right of a wide one
+inline constexpr std::size_t kMaxScrollbackLine = 4096;  // bytes kept of one line of scrollback
 
 // Appends `cp` as UTF-8; a surrogate or a value above U+10FFFF as U+FFFD.
 void put_utf8(std::string& out, std::uint32_t cp);

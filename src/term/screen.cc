@@ -4,7 +4,6 @@
 #include <cstring>
 
 #include <fmt/format.h>
-#include <utf8proc.h>
 
 #include "term/mode_scanner.h"
 #include "term/vt_filter.h"
@@ -13,6 +12,7 @@
 #include <vterm.h>
 
 #include "term/cells.h"
+#include "term/flood.h"
 #include "term/repaint.h"
 #endif
 
@@ -22,8 +22,6 @@ using base::Error;
 using base::Result;
 
 namespace {
-
-constexpr std::size_t kMaxScrollbackLine = 4096;  // bytes kept of one scrolled-off line
 
 unsigned short clamp_dim(unsigned short v) { return static_cast<unsigned short>(std::clamp<int>(v, 1, 1000)); }
 // libvterm 0.1.4 writes outside the grid for a wide character on a one-column screen.
@@ -284,120 +282,16 @@ void Screen::Impl::capture_primary() {
 // SGR's. What a person could still scroll back to is kept: the rows above the cursor, then
 // the run's lines (SGR removed, a lone CR keeps what follows it, wrapped at the width).
 void Screen::Impl::skip_lines(std::string_view run) {
-  // The pen: the SGRs after the last reset (a run holds no other escape sequence).
-  std::string pen;
-  std::size_t from = 0;
-  for (std::size_t at = run.rfind('\x1b'); at != std::string_view::npos; at = at ? run.rfind('\x1b', at - 1) : std::string_view::npos) {
-    std::string_view seq = run.substr(at, run.find('m', at) - at + 1);
-    if (seq == "\x1b[m" || seq == "\x1b[0m") {
-      from = at;  // the reset itself too: the pen before the run is not the default
-      break;
-    }
-  }
-  for (std::size_t at = run.find('\x1b', from); at != std::string_view::npos; at = run.find('\x1b', at + 1))
-    pen.append(run.substr(at, run.find('m', at) - at + 1));
-  // The text: only the last lines can still be in the scrollback.
-  std::size_t text_from = 0;
+  SkippedRun skipped = read_skipped_run(run, size_.cols, alt_screen_ ? 0 : scrollback_max_);
   if (!alt_screen_ && scrollback_max_ > 0) {
-    std::size_t lf = run.size() - 1, wanted = scrollback_max_ + 1;
-    while (wanted-- > 0 && lf > 0) {
-      std::size_t prev = run.rfind('\n', lf - 1);
-      if (prev == std::string_view::npos) {
-        lf = 0;
-        break;
-      }
-      lf = prev;
-    }
-    text_from = lf == 0 ? 0 : lf + 1;
-  } else {
-    text_from = run.size();
-  }
-  std::vector<std::string> lines(1);
-  for (std::size_t i = text_from; i < run.size(); ++i) {
-    // Most lines are plain ASCII that fits: taken whole.
-    if (lines.back().empty()) {
-      std::size_t j = i;
-      while (j < run.size() && run[j] >= 0x20 && run[j] < 0x7f) ++j;
-      if (j + 1 < run.size() && run[j] == '\r' && run[j + 1] == '\n' && j - i <= static_cast<std::size_t>(size_.cols)) {
-        lines.back().assign(run.substr(i, j - i));
-        lines.emplace_back();
-        i = j + 1;
-        continue;
-      }
-    }
-    char c = run[i];
-    if (c == 0x1b) {
-      i = run.find('m', i);
-    } else if (c == '\r') {
-      if (i + 1 < run.size() && run[i + 1] == '\n') {
-        lines.emplace_back();
-        ++i;
-      } else {
-        lines.back().clear();
-      }
-    } else if (static_cast<unsigned char>(c) >= 0x80) {
-      // Only valid UTF-8, without C1 controls, reaches the scrollback (and so a repaint).
-      utf8proc_int32_t cp = -1;
-      auto len = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(run.data() + i),
-                                  static_cast<utf8proc_ssize_t>(run.size() - i), &cp);
-      if (len < 1) {
-        len = 1;
-        cp = 0xFFFD;
-      }
-      if (cp >= 0xA0 && lines.back().size() < kMaxScrollbackLine) put_utf8(lines.back(), static_cast<std::uint32_t>(cp));
-      i += static_cast<std::size_t>(len) - 1;
-    } else if (c >= 0x20 && c != 0x7f) {
-      if (lines.back().size() < kMaxScrollbackLine) lines.back() += c;
-    } else if (c == '\t') {
-      lines.back() += ' ';
-    }
-  }
-  lines.pop_back();  // the run ends with CRLF
-  if (!alt_screen_ && scrollback_max_ > 0) {
-    if (text_from > 0 && lines.size() >= scrollback_max_) scrollback_.clear();
+    if (skipped.replaces_history) scrollback_.clear();
     Cursor cur = cursor();
     for (int r = 0; r < cur.row; ++r) push_scrollback(row_text(r));
-    // Only the last scrollback_max_ rows can survive; wrapped at the width (utf8proc's widths).
-    std::vector<std::string> rows_out;
-    for (auto it = lines.rbegin(); it != lines.rend() && rows_out.size() < scrollback_max_; ++it) {
-      if (it->size() <= static_cast<std::size_t>(size_.cols) &&
-          std::all_of(it->begin(), it->end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x80; })) {
-        rtrim(*it);
-        rows_out.push_back(std::move(*it));
-        continue;
-      }
-      std::vector<std::string> pieces;
-      std::string cur_piece;
-      int cols = 0;
-      const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(it->data());
-      utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(it->size());
-      while (left > 0) {
-        utf8proc_int32_t cp = *p;
-        utf8proc_ssize_t len = 1;
-        if (cp >= 0x80) len = utf8proc_iterate(p, left, &cp);
-        if (len < 1) break;  // cannot happen: the text was made valid above
-        int w = cp < 0x80 ? 1 : utf8proc_charwidth(cp);
-        if (w > 0 && cols + w > size_.cols) {
-          pieces.push_back(std::move(cur_piece));
-          cur_piece.clear();
-          cols = 0;
-        }
-        cols += w;
-        cur_piece.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(len));
-        p += len;
-        left -= len;
-      }
-      pieces.push_back(std::move(cur_piece));
-      for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {
-        rtrim(*piece);
-        rows_out.push_back(std::move(*piece));
-      }
-    }
-    for (auto it = rows_out.rbegin(); it != rows_out.rend(); ++it) push_scrollback(std::move(*it));
+    for (auto& row : skipped.rows) push_scrollback(std::move(row));
   }
   std::string reset = fmt::format("\x1b[2J\x1b[{};1H", size_.rows);
   vterm_input_write(vt, reset.data(), reset.size());
-  write_vt(pen);
+  write_vt(skipped.pen);
   // The rows this reset blanked scroll away first under the lines drawn next: not history.
   drop_blank_pushes_ = size_.rows - 1;
 }
