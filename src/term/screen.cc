@@ -36,18 +36,23 @@ struct Screen::Impl {
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
 
+  // Screen's API (screen.h).
   void feed(std::string_view bytes);
   void resize(base::PtySize size);
-  std::string row_text(int row) const;
+  std::string row_text(int row) const;  // one of lines()
   Cursor cursor() const;
   std::string ansi() const;
 
+  // Feeds filtered bytes to libvterm and the scanner, skipping floods and guarding DECRC.
   void feed_whole(std::string_view bytes);
+  // Every byte reaches libvterm here, in writes of at most 64 KiB.
   void write_vt(std::string_view bytes);
+  // Applies a skipped plain run at once (flood.h) instead of drawing it.
   void skip_lines(std::string_view run);
+  // Appends one line to the scrollback, dropping the oldest beyond scrollback_max_.
   void push_scrollback(std::string line);
+  // Saves the main screen and cursor before the alternate screen covers them.
   void capture_primary();
-
 
 #ifdef UEXEC_HAVE_VTERM
   VTerm* vt = nullptr;
@@ -139,7 +144,7 @@ Screen::Impl::~Impl() {
   if (vt) vterm_free(vt);
 }
 
-// Every byte reaches libvterm here, after filter(). Writes are cut into pieces of at most
+// Every byte reaches libvterm here, after the VtFilter. Writes are cut into pieces of at most
 // 64 KiB at a line or character boundary: libvterm's stack use grows with the size of one
 // write.
 void Screen::Impl::write_vt(std::string_view b) {
