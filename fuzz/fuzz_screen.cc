@@ -1,6 +1,6 @@
 // fuzz_screen.cc: term::Screen (libvterm 0.1.4 behind uexec's guards) fed arbitrary bytes.
 //
-// libvterm 0.1.4 is fragile: screen.h's essay says what the filter in front of it lets
+// libvterm 0.1.4 is fragile: vt_filter.h's essay says what the filter in front of it lets
 // through (well-formed UTF-8 without C1 controls, whole sequences of at most 16 parameters,
 // REP only after printable ASCII, no strings), and screen.cc guards writes, margins and the
 // cursor across a resize. This target is the regression net for those guards; everything it

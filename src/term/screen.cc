@@ -1,15 +1,19 @@
 #include "term/screen.h"
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
-#include <unordered_map>
 
 #include <fmt/format.h>
-#include <utf8proc.h>
+
+#include "term/mode_scanner.h"
+#include "term/vt_filter.h"
 
 #ifdef UEXEC_HAVE_VTERM
 #include <vterm.h>
+
+#include "term/cells.h"
+#include "term/flood.h"
+#include "term/repaint.h"
 #endif
 
 namespace uexec::term {
@@ -19,168 +23,38 @@ using base::Result;
 
 namespace {
 
-constexpr std::size_t kMaxScrollbackLine = 4096;  // bytes kept of one scrolled-off line
-constexpr std::size_t kMaxCsi = 128;  // longer than any CSI the filter lets through
-constexpr std::size_t kMaxTitle = 1024;
-constexpr std::size_t kMaxPendingSeq = 4096;  // an unfinished sequence kept for ansi()
-
 unsigned short clamp_dim(unsigned short v) { return static_cast<unsigned short>(std::clamp<int>(v, 1, 1000)); }
 // libvterm 0.1.4 writes outside the grid for a wide character on a one-column screen.
 unsigned short clamp_cols(unsigned short v) { return static_cast<unsigned short>(std::clamp<int>(v, 2, 1000)); }
 
-void put_utf8(std::string& out, std::uint32_t cp) {
-  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-void rtrim(std::string& s) {
-  while (!s.empty() && s.back() == ' ') s.pop_back();
-}
-
 }  // namespace
+
+// The model behind Screen's API: libvterm and what stands around it (screen.h's essay).
+struct Screen::Impl {
+  Impl(base::PtySize size, std::size_t scrollback_lines) : size_(size), scrollback_max_(scrollback_lines) {}
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  // Screen's API (screen.h).
+  void feed(std::string_view bytes);
+  void resize(base::PtySize size);
+  std::string row_text(int row) const;  // one of lines()
+  Cursor cursor() const;
+  std::string ansi() const;
+
+  // Feeds filtered bytes to libvterm and the scanner, skipping floods and guarding DECRC.
+  void feed_whole(std::string_view bytes);
+  // Every byte reaches libvterm here, in writes of at most 64 KiB.
+  void write_vt(std::string_view bytes);
+  // Applies a skipped plain run at once (flood.h) instead of drawing it.
+  void skip_lines(std::string_view run);
+  // Appends one line to the scrollback, dropping the oldest beyond scrollback_max_.
+  void push_scrollback(std::string line);
+  // Saves the main screen and cursor before the alternate screen covers them.
+  void capture_primary();
 
 #ifdef UEXEC_HAVE_VTERM
-
-namespace {
-
-constexpr std::uint32_t kWideContinuation = 0xFFFFFFFFu;  // libvterm's cell right of a wide one
-
-// One cell's characters (base + combining) as UTF-8; an empty cell is a space.
-void cell_text(std::string& out, const VTermScreenCell& cell) {
-  if (cell.chars[0] == 0) {
-    out += ' ';
-    return;
-  }
-  for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i] != 0; ++i) put_utf8(out, cell.chars[i]);
-}
-
-// The pen of a cell, compared and rendered as one SGR.
-struct Pen {
-  VTermScreenCellAttrs attrs{};
-  VTermColor fg{}, bg{};
-};
-
-bool same_color(const VTermColor& a, const VTermColor& b) {
-  if (VTERM_COLOR_IS_DEFAULT_FG(&a) != VTERM_COLOR_IS_DEFAULT_FG(&b)) return false;
-  if (VTERM_COLOR_IS_DEFAULT_BG(&a) != VTERM_COLOR_IS_DEFAULT_BG(&b)) return false;
-  if (VTERM_COLOR_IS_DEFAULT_FG(&a) || VTERM_COLOR_IS_DEFAULT_BG(&a)) return true;
-  if (VTERM_COLOR_IS_INDEXED(&a) != VTERM_COLOR_IS_INDEXED(&b)) return false;
-  if (VTERM_COLOR_IS_INDEXED(&a)) return a.indexed.idx == b.indexed.idx;
-  return a.rgb.red == b.rgb.red && a.rgb.green == b.rgb.green && a.rgb.blue == b.rgb.blue;
-}
-
-bool same_pen(const Pen& a, const Pen& b) {
-  return a.attrs.bold == b.attrs.bold && a.attrs.underline == b.attrs.underline && a.attrs.italic == b.attrs.italic &&
-         a.attrs.blink == b.attrs.blink && a.attrs.reverse == b.attrs.reverse && a.attrs.strike == b.attrs.strike &&
-         same_color(a.fg, b.fg) && same_color(a.bg, b.bg);
-}
-
-void color_sgr(std::string& out, const VTermColor& c, bool fg) {
-  if (VTERM_COLOR_IS_DEFAULT_FG(&c) || VTERM_COLOR_IS_DEFAULT_BG(&c)) return;  // after 0: the default
-  if (VTERM_COLOR_IS_INDEXED(&c)) {
-    int i = c.indexed.idx;
-    if (i < 8) out += fmt::format(";{}", (fg ? 30 : 40) + i);
-    else if (i < 16) out += fmt::format(";{}", (fg ? 90 : 100) + i - 8);
-    else out += fmt::format(";{};5;{}", fg ? 38 : 48, i);
-  } else {
-    out += fmt::format(";{};2;{};{};{}", fg ? 38 : 48, c.rgb.red, c.rgb.green, c.rgb.blue);
-  }
-}
-
-void pen_sgr(std::string& out, const Pen& p) {
-  out += "\x1b[0";
-  if (p.attrs.bold) out += ";1";
-  if (p.attrs.italic) out += ";3";
-  if (p.attrs.underline == 1) out += ";4";
-  if (p.attrs.underline == 2) out += ";21";
-  if (p.attrs.blink) out += ";5";
-  if (p.attrs.reverse) out += ";7";
-  if (p.attrs.strike) out += ";9";
-  color_sgr(out, p.fg, true);
-  color_sgr(out, p.bg, false);
-  out += 'm';
-}
-
-// The width libvterm gives `cp` when it prints it alone: 0 (its combining table, which is
-// not utf8proc's), 1 or 2. Asked of a scratch terminal (one per thread, kept) and
-// remembered: how far the cursor moves when `cp` is printed at a fresh position.
-int vterm_width(std::uint32_t cp) {
-  if (cp < 0x300) return 1;  // below U+0300 nothing is combining or wide
-  struct Scratch {
-    VTerm* vt = vterm_new(1, 8);
-    std::unordered_map<std::uint32_t, int> known;
-    Scratch() {
-      if (!vt) return;
-      vterm_set_utf8(vt, 1);
-      vterm_output_set_callback(vt, [](const char*, std::size_t, void*) {}, nullptr);
-      vterm_state_reset(vterm_obtain_state(vt), 1);
-    }
-    ~Scratch() {
-      if (vt) vterm_free(vt);
-    }
-  };
-  thread_local Scratch scratch;
-  if (auto it = scratch.known.find(cp); it != scratch.known.end()) return it->second;
-  if (!scratch.vt) return utf8proc_charwidth(static_cast<utf8proc_int32_t>(cp));
-  // 'x' first, so that the character cannot join the previous probe's.
-  std::string probe = "\x1b[1;1Hx\x1b[1;4H";
-  put_utf8(probe, cp);
-  vterm_input_write(scratch.vt, probe.data(), probe.size());
-  VTermPos pos;
-  vterm_state_get_cursorpos(vterm_obtain_state(scratch.vt), &pos);
-  int width = std::clamp(pos.col - 3, 0, 2);
-  if (scratch.known.size() < 65536) scratch.known.emplace(cp, width);
-  return width;
-}
-
-// A wide character whose right half is still there (at `c + 1`, libvterm's continuation
-// cell). libvterm 0.1.4 keeps the left half when a resize cuts the right one off, or when a
-// character is written over it; a terminal shows a blank there, and so do lines() and ansi().
-template <class Get>
-bool whole_wide(const VTermScreenCell& cell, int c, int cols, Get&& get) {
-  return cell.chars[0] != 0 && cell.chars[0] != kWideContinuation && vterm_width(cell.chars[0]) == 2 &&
-         c + 1 < cols && get(c + 1).chars[0] == kWideContinuation;
-}
-
-// A row's characters as a terminal shows them, up to about `max` bytes: a wide character
-// once; a half of one without the other (see whole_wide) as a space.
-template <class Get>
-void row_chars(std::string& out, int cols, Get&& get, std::size_t max) {
-  for (int c = 0; c < cols && out.size() < max; ++c) {
-    VTermScreenCell cell = get(c);
-    if (whole_wide(cell, c, cols, get)) {
-      cell_text(out, cell);
-      ++c;
-    } else if (cell.chars[0] == kWideContinuation || (cell.chars[0] != 0 && vterm_width(cell.chars[0]) == 2)) {
-      out += ' ';
-    } else {
-      cell_text(out, cell);
-    }
-  }
-}
-
-// A cell that a repaint must draw even when it holds no character.
-bool visible_blank(const VTermScreenCell& c) {
-  return !VTERM_COLOR_IS_DEFAULT_BG(&c.bg) || c.attrs.reverse || c.attrs.underline || c.attrs.strike;
-}
-
-}  // namespace
-
-struct Screen::Impl {
   VTerm* vt = nullptr;
   VTermScreen* vs = nullptr;
   // The main screen as it was when the alternate screen was entered (libvterm keeps it
@@ -188,78 +62,92 @@ struct Screen::Impl {
   std::vector<VTermScreenCell> primary;
   int primary_rows = 0, primary_cols = 0;
   VTermPos primary_cursor{0, 0};
-  ~Impl() {
-    if (vt) vterm_free(vt);
-  }
+  // libvterm's screen callbacks; `user` is the Impl.
+  static int on_settermprop(VTermProp prop, VTermValue* val, void* user);
+  static int on_sb_pushline(int cols, const VTermScreenCell* cells, void* user);
+  Pen pen() const;
   VTermScreenCell cell(int row, int col) const {
     VTermScreenCell c;
     std::memset(&c, 0, sizeof c);
     vterm_screen_get_cell(vs, VTermPos{row, col}, &c);
     return c;
   }
+#endif
+  base::PtySize size_;
+  std::size_t scrollback_max_;
+  std::deque<std::string> scrollback_;
+  bool alt_screen_ = false;
+  bool cursor_visible_ = true;
+  VtFilter filter_;  // every byte passes it first
+  ModeScanner scanner_;  // beside libvterm, on the same bytes
+  std::vector<std::size_t> crlf_ends_;  // feed(): where the last rows+2 CRLFs of a run end
+  int drop_blank_pushes_ = 0;  // blank rows a skip left, not to be pushed as history
 };
 
-struct Screen::Callbacks {
-  static int settermprop(VTermProp prop, VTermValue* val, void* user) {
-    auto* self = static_cast<Screen*>(user);
-    switch (prop) {
-      case VTERM_PROP_ALTSCREEN:
-        self->alt_screen_ = val->boolean != 0;
-        if (!self->alt_screen_) std::vector<VTermScreenCell>().swap(self->impl_->primary);  // needed no more
-        break;
-      case VTERM_PROP_CURSORVISIBLE:
-        self->cursor_visible_ = val->boolean != 0;
-        break;
-      // VTERM_PROP_TITLE: libvterm 0.1 loses an OSC split across two writes; the scanner keeps it.
-      default:
-        break;
-    }
-    return 1;
+#ifdef UEXEC_HAVE_VTERM
+
+int Screen::Impl::on_settermprop(VTermProp prop, VTermValue* val, void* user) {
+  auto* self = static_cast<Screen::Impl*>(user);
+  switch (prop) {
+    case VTERM_PROP_ALTSCREEN:
+      self->alt_screen_ = val->boolean != 0;
+      if (!self->alt_screen_) std::vector<VTermScreenCell>().swap(self->primary);  // needed no more
+      break;
+    case VTERM_PROP_CURSORVISIBLE:
+      self->cursor_visible_ = val->boolean != 0;
+      break;
+    // VTERM_PROP_TITLE: libvterm 0.1 loses an OSC split across two writes; the filter keeps it.
+    default:
+      break;
   }
-  static int sb_pushline(int cols, const VTermScreenCell* cells, void* user) {
-    auto* self = static_cast<Screen*>(user);
-    std::string line;
-    row_chars(line, cols, [cells](int c) { return cells[c]; }, kMaxScrollbackLine);
-    rtrim(line);
-    if (self->drop_blank_pushes_ > 0) {
-      --self->drop_blank_pushes_;
-      if (line.empty()) return 1;
-    }
-    self->push_scrollback(std::move(line));
-    return 1;
+  return 1;
+}
+
+int Screen::Impl::on_sb_pushline(int cols, const VTermScreenCell* cells, void* user) {
+  auto* self = static_cast<Screen::Impl*>(user);
+  std::string line;
+  row_chars(line, cols, [cells](int c) { return cells[c]; }, kMaxScrollbackLine);
+  rtrim(line);
+  if (self->drop_blank_pushes_ > 0) {
+    --self->drop_blank_pushes_;
+    if (line.empty()) return 1;
   }
-  static void discard_output(const char*, std::size_t, void*) {}  // answers to DA/DSR: the real terminal's job
-};
+  self->push_scrollback(std::move(line));
+  return 1;
+}
+
+namespace {
+
+void discard_output(const char*, std::size_t, void*) {}  // answers to DA/DSR: the real terminal's job
+
+}  // namespace
 
 bool Screen::available() noexcept { return true; }
 
 Result<std::unique_ptr<Screen>> Screen::create(base::PtySize size, std::size_t scrollback_lines) {
-  std::unique_ptr<Screen> s(new Screen(size, scrollback_lines));
-  if (!s->impl_->vt) return Error{base::Errc::kSystem, ENOMEM, "vterm_new"};
-  return s;
-}
-
-Screen::Screen(base::PtySize size, std::size_t scrollback_lines)
-    : impl_(std::make_unique<Impl>()), size_{clamp_dim(size.rows), clamp_cols(size.cols)}, scrollback_max_(scrollback_lines) {
+  auto impl = std::make_unique<Impl>(base::PtySize{clamp_dim(size.rows), clamp_cols(size.cols)}, scrollback_lines);
   static const VTermScreenCallbacks kCallbacks = {
-      nullptr, nullptr, nullptr, &Callbacks::settermprop, nullptr, nullptr, &Callbacks::sb_pushline, nullptr};
-  impl_->vt = vterm_new(size_.rows, size_.cols);
-  if (!impl_->vt) return;
-  vterm_set_utf8(impl_->vt, 1);
-  vterm_output_set_callback(impl_->vt, &Callbacks::discard_output, nullptr);
-  impl_->vs = vterm_obtain_screen(impl_->vt);
-  vterm_screen_enable_altscreen(impl_->vs, 1);
-  vterm_screen_set_callbacks(impl_->vs, &kCallbacks, this);
-  vterm_screen_set_damage_merge(impl_->vs, VTERM_DAMAGE_SCROLL);
-  vterm_screen_reset(impl_->vs, 1);
+      nullptr, nullptr, nullptr, &Impl::on_settermprop, nullptr, nullptr, &Impl::on_sb_pushline, nullptr};
+  impl->vt = vterm_new(impl->size_.rows, impl->size_.cols);
+  if (!impl->vt) return Error{base::Errc::kSystem, ENOMEM, "vterm_new"};
+  vterm_set_utf8(impl->vt, 1);
+  vterm_output_set_callback(impl->vt, &discard_output, nullptr);
+  impl->vs = vterm_obtain_screen(impl->vt);
+  vterm_screen_enable_altscreen(impl->vs, 1);
+  vterm_screen_set_callbacks(impl->vs, &kCallbacks, impl.get());
+  vterm_screen_set_damage_merge(impl->vs, VTERM_DAMAGE_SCROLL);
+  vterm_screen_reset(impl->vs, 1);
+  return std::unique_ptr<Screen>(new Screen(std::move(impl)));
 }
 
-Screen::~Screen() = default;
+Screen::Impl::~Impl() {
+  if (vt) vterm_free(vt);
+}
 
-// Every byte reaches libvterm here, after filter(). Writes are cut into pieces of at most
+// Every byte reaches libvterm here, after the VtFilter. Writes are cut into pieces of at most
 // 64 KiB at a line or character boundary: libvterm's stack use grows with the size of one
 // write.
-void Screen::write_vt(std::string_view b) {
+void Screen::Impl::write_vt(std::string_view b) {
   constexpr std::size_t kMaxWrite = 64 * 1024;
   while (!b.empty()) {
     std::size_t n = b.size();
@@ -268,249 +156,19 @@ void Screen::write_vt(std::string_view b) {
       n = nl != std::string_view::npos && nl >= kMaxWrite / 2 ? nl + 1 : kMaxWrite;
       while (n > 1 && (static_cast<unsigned char>(b[n]) & 0xC0) == 0x80) --n;  // not inside a character
     }
-    vterm_input_write(impl_->vt, b.data(), n);
+    vterm_input_write(vt, b.data(), n);
     b.remove_prefix(n);
   }
 }
 
-void Screen::feed(std::string_view bytes) {
+void Screen::Impl::feed(std::string_view bytes) {
   std::string clean;
-  clean.reserve(bytes.size() + fseq_.size() + 8);
-  filter(bytes, clean);
+  clean.reserve(bytes.size() + 8);
+  filter_.filter(bytes, clean);
   feed_whole(clean);
 }
 
-// The filter of the essay. Its parser follows libvterm 0.1.4's (parser.c): NUL and DEL are
-// ignored everywhere; CAN and SUB abandon a sequence; ESC starts one anywhere (in a string
-// it may be ST); other C0 controls are executed wherever they stand, even inside a sequence;
-// a CSI is leader bytes (0x3C-0x3F), then digits and separators (';' ':'), then
-// intermediates (0x20-0x2F), then a final byte (0x40-0x7E), and any other byte ends it
-// unexecuted and is lost; after ESC, a byte of 0x80 or more is ignored.
-void Screen::filter(std::string_view in, std::string& out) {
-  const std::size_t n = in.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    if (fstate_ == FilterState::kGround) {
-      // The hot path: a run of printable ASCII goes through as it is.
-      std::size_t j = i;
-      while (j < n && static_cast<unsigned char>(in[j]) >= 0x20 && static_cast<unsigned char>(in[j]) < 0x7f) ++j;
-      if (j > i) {
-        if (!u8_.empty()) {  // printable ASCII interrupts a character
-          out += "\xef\xbf\xbd";
-          u8_.clear();
-          u8_need_ = 0;
-        }
-        out.append(in.substr(i, j - i));
-        frep_ok_ = true;
-        i = j - 1;
-        continue;
-      }
-    }
-    filter_byte(static_cast<unsigned char>(in[i]), out);
-  }
-}
-
-void Screen::filter_reset_seq() {
-  fseq_.assign("\x1b");
-  fraw_.assign("\x1b");
-  fraw_whole_ = true;
-  fdrop_ = false;
-}
-
-void Screen::filter_byte(unsigned char c, std::string& out) {
-  auto raw = [this](unsigned char ch) {
-    if (!fraw_whole_) return;
-    if (fraw_.size() >= kMaxPendingSeq) {
-      fraw_whole_ = false;
-      fraw_.clear();
-      return;
-    }
-    fraw_ += static_cast<char>(ch);
-  };
-  // Bytes with the same meaning in every state.
-  if (c == 0x00 || c == 0x7f) return;
-  if (c == 0x18 || c == 0x1a) {  // CAN, SUB: the sequence or string is abandoned
-    fstate_ = FilterState::kGround;
-    frep_ok_ = false;
-    return;
-  }
-  if (c == 0x1b) {
-    if (fstate_ == FilterState::kString) {
-      fstate_ = FilterState::kStringEsc;
-      raw(c);
-      return;
-    }
-    if (fstate_ == FilterState::kStringEsc) string_done();  // ESC ESC: the string ends
-    fseq_rep_ok_ = fstate_ == FilterState::kGround && frep_ok_;
-    frep_ok_ = false;
-    fstate_ = FilterState::kEsc;
-    filter_reset_seq();
-    return;
-  }
-  if (fstate_ == FilterState::kString || fstate_ == FilterState::kStringEsc) {
-    if (fstate_ == FilterState::kStringEsc) {  // ST is ESC '\'; any other ESC also ends the string
-      string_done();
-      fstate_ = FilterState::kGround;
-      if (c == '\\') return;
-      fstate_ = FilterState::kEsc;
-      fseq_rep_ok_ = false;
-      filter_reset_seq();
-      filter_byte(c, out);
-      return;
-    }
-    if (c == 0x07) {  // BEL ends a string too
-      string_done();
-      fstate_ = FilterState::kGround;
-      return;
-    }
-    if (c < 0x20) return;  // C0 controls inside a string: ignored, as xterm does
-    if (osc_ && str_.size() <= kMaxTitle + 2) str_ += static_cast<char>(c);
-    raw(c);
-    return;
-  }
-  if (c < 0x20) {  // a C0 control: executed now, wherever it stands
-    out += static_cast<char>(c);
-    frep_ok_ = fseq_rep_ok_ = false;
-    return;
-  }
-  switch (fstate_) {
-    case FilterState::kGround:
-      frep_ok_ = false;
-      filter_utf8(c, out);  // (printable ASCII took the hot path)
-      return;
-    case FilterState::kEsc: {
-      if (c >= 0x80) return;  // ignored; the sequence goes on
-      raw(c);
-      const bool inter = fseq_.size() > 1;  // intermediates so far
-      if (c == '[') {
-        fstate_ = FilterState::kCsiLeader;
-        fseq_.assign("\x1b[");  // libvterm forgets intermediates here
-        fseps_ = 0;
-        fnum_at_ = fseq_.size();
-        fnum_ = 0;
-      } else if (c == ']' || c == 'P' || (!inter && (c == '_' || c == '^' || c == 'X'))) {
-        fstate_ = FilterState::kString;  // OSC, DCS, APC, PM, SOS: swallowed
-        osc_ = c == ']';
-        str_.clear();
-      } else if (c >= 0x20 && c <= 0x2f) {  // an intermediate
-        if (fseq_.size() >= 3) fdrop_ = true;  // more than two: nobody's
-        else fseq_ += static_cast<char>(c);
-      } else {  // a final byte (0x30-0x7E; 0x40-0x5F alone is a 7-bit C1 control)
-        fstate_ = FilterState::kGround;
-        if (fdrop_) return;
-        fseq_ += static_cast<char>(c);
-        out += fseq_;
-        if (fseq_ == "\x1b" "c") {  // RIS: libvterm's decoders start again
-          u8_.clear();
-          u8_need_ = 0;
-        }
-      }
-      return;
-    }
-    case FilterState::kCsiLeader:
-      if (c >= 0x3c && c <= 0x3f) {
-        raw(c);
-        if (fseq_.size() > 2) fdrop_ = true;  // a second leader byte: libvterm ignores the CSI
-        else fseq_ += static_cast<char>(c);
-        fnum_at_ = fseq_.size();
-        return;
-      }
-      fstate_ = FilterState::kCsiParam;
-      [[fallthrough]];
-    case FilterState::kCsiParam:
-      if (c >= '0' && c <= '9') {
-        raw(c);
-        if (fdrop_) return;
-        fnum_ = std::min<std::uint32_t>(fnum_ * 10 + (c - '0'), 99999);
-        if (fseq_.size() - fnum_at_ < 5) {
-          fseq_ += static_cast<char>(c);
-        } else {  // a sixth digit: the value, saturated at 99999
-          fseq_.resize(fnum_at_);
-          fseq_ += std::to_string(fnum_);
-        }
-        return;
-      }
-      if (c == ';' || c == ':') {
-        raw(c);
-        // libvterm 0.1.4 has room for 16 parameters and writes past them (CSI_ARGS_MAX).
-        if (++fseps_ > 15) fdrop_ = true;
-        if (fdrop_) return;
-        fseq_ += static_cast<char>(c);
-        fnum_at_ = fseq_.size();
-        fnum_ = 0;
-        return;
-      }
-      fstate_ = FilterState::kCsiInter;
-      [[fallthrough]];
-    case FilterState::kCsiInter:
-      if (c >= 0x20 && c <= 0x2f) {
-        raw(c);
-        if (fseq_.size() > 0 && static_cast<unsigned char>(fseq_.back()) >= 0x20 &&
-            static_cast<unsigned char>(fseq_.back()) <= 0x2f)
-          fdrop_ = true;  // a second intermediate byte: libvterm ignores the CSI
-        else if (!fdrop_)
-          fseq_ += static_cast<char>(c);
-        return;
-      }
-      fstate_ = FilterState::kGround;
-      if (c >= 0x40 && c <= 0x7e) {
-        filter_csi_final(c, out);
-        return;
-      }
-      // Anything else ends the CSI unexecuted and is lost with it (a byte of 0x80 or more too).
-      return;
-    case FilterState::kString:
-    case FilterState::kStringEsc:
-      return;  // handled above
-  }
-}
-
-void Screen::filter_csi_final(unsigned char c, std::string& out) {
-  if (fdrop_) return;
-  // REP repeats libvterm's last character, looping forever when it knows none of width 1.
-  if (c == 'b' && !fseq_rep_ok_) return;
-  fseq_ += static_cast<char>(c);
-  out += fseq_;
-  frep_ok_ = c == 'b';  // REP leaves the last character as it was
-}
-
-// Text bytes of 0x80 and above: well-formed UTF-8 (Unicode Table 3-7) goes through whole, a
-// C1 control is dropped, each maximal ill-formed subpart becomes one U+FFFD.
-void Screen::filter_utf8(unsigned char c, std::string& out) {
-  if (u8_need_ > 0) {
-    if (c >= u8_lo_ && c <= u8_hi_) {
-      u8_ += static_cast<char>(c);
-      u8_lo_ = 0x80;
-      u8_hi_ = 0xBF;
-      if (--u8_need_ > 0) return;
-      bool c1 = u8_.size() == 2 && u8_[0] == '\xc2' && static_cast<unsigned char>(u8_[1]) <= 0x9f;
-      if (!c1) out += u8_;
-      u8_.clear();
-      return;
-    }
-    out += "\xef\xbf\xbd";  // cut short; `c` starts afresh
-    u8_.clear();
-    u8_need_ = 0;
-  }
-  std::size_t need = 0;
-  unsigned char lo = 0x80, hi = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) need = 1;
-  else if (c == 0xE0) need = 2, lo = 0xA0;
-  else if (c == 0xED) need = 2, hi = 0x9F;
-  else if (c >= 0xE1 && c <= 0xEF) need = 2;
-  else if (c == 0xF0) need = 3, lo = 0x90;
-  else if (c >= 0xF1 && c <= 0xF3) need = 3;
-  else if (c == 0xF4) need = 3, hi = 0x8F;
-  if (need == 0) {  // a lone continuation byte, C0/C1 (overlong) or F5-FF
-    out += "\xef\xbf\xbd";
-    return;
-  }
-  u8_.assign(1, static_cast<char>(c));
-  u8_need_ = need;
-  u8_lo_ = lo;
-  u8_hi_ = hi;
-}
-
-void Screen::feed_whole(std::string_view b) {
+void Screen::Impl::feed_whole(std::string_view b) {
   if (b.empty()) return;
   bool captured = false;
   // Walks the bytes once with the mode scanner, finding "plain runs": text, CR, LF, TAB, BS,
@@ -524,7 +182,8 @@ void Screen::feed_whole(std::string_view b) {
   bool active = false;
   std::size_t start = 0, esc = 0, crlfs = 0, first_end = 0;
   crlf_ends_.assign(keep + 1, 0);
-  auto fast_ok = [&] { return modes_.top == 0 && modes_.bottom == 0 && !modes_.origin && !modes_.lr_margins; };
+  const Modes& modes = scanner_.modes();
+  auto fast_ok = [&] { return modes.top == 0 && modes.bottom == 0 && !modes.origin && !modes.lr_margins; };
   auto close_run = [&](std::size_t end) {
     if (!active) return;
     active = false;
@@ -536,7 +195,7 @@ void Screen::feed_whole(std::string_view b) {
     fed = split;
   };
   for (std::size_t i = 0; i < n; ++i) {
-    if (scan_ == ScanState::kGround && static_cast<unsigned char>(b[i]) >= 0x20) {
+    if (scanner_.state() == ModeScanner::State::kGround && static_cast<unsigned char>(b[i]) >= 0x20) {
       // The hot path: text. The scanner has nothing to do; a run may start here.
       std::size_t j = i;
       while (j < n && static_cast<unsigned char>(b[j]) >= 0x20) ++j;
@@ -550,9 +209,9 @@ void Screen::feed_whole(std::string_view b) {
       continue;
     }
     const unsigned char c = static_cast<unsigned char>(b[i]);
-    const ScanState before = scan_;
-    scan_byte(c);
-    if (before == ScanState::kGround) {
+    const ModeScanner::State before = scanner_.state();
+    scanner_.scan(c, size_.rows);
+    if (before == ModeScanner::State::kGround) {
       bool plain = c >= 0x20 || c == '\r' || c == '\n' || c == '\t' || c == '\b' || c == 0x07 || c == 0x1b;
       if (!plain) {
         close_run(i);
@@ -574,16 +233,13 @@ void Screen::feed_whole(std::string_view b) {
       }
     } else if (active) {
       // Inside an escape sequence that began at `esc`: only a complete SGR keeps the run.
-      if (scan_ == ScanState::kGround) {
-        bool sgr = before == ScanState::kCsi && c == 'm' &&
-                   csi_.find_first_not_of("0123456789;:") == csi_.size() - 1;
-        if (!sgr) close_run(esc);
-      } else if (scan_ != ScanState::kCsi || c < 0x20) {
+      if (scanner_.state() == ModeScanner::State::kGround) {
+        if (!scanner_.sgr_ended()) close_run(esc);
+      } else if (scanner_.state() != ModeScanner::State::kCsi || c < 0x20) {
         close_run(esc);
       }
     }
-    if (alt_enter_) {
-      alt_enter_ = false;
+    if (scanner_.take_alt_enter()) {
       if (!active && !captured) {
         // Up to (not including) the sequence's final byte: libvterm holds the unfinished
         // CSI; what it shows now is the main screen the alternate one is about to cover.
@@ -597,33 +253,32 @@ void Screen::feed_whole(std::string_view b) {
         }
       }
     }
-    if (cursor_restore_) {
+    if (scanner_.take_cursor_restore()) {
       // libvterm 0.1.4's DECRC puts the saved position back as it is, also one that a
       // resize has since left outside the screen, where the next character is written out
       // of bounds, or one outside the margins in origin mode, which no repaint can address
       // (CSIs that restore it, ?1048l and ?1049l, clamp it, and so does any CSI after).
       // Up to here, then a CSI that libvterm handles by doing nothing but clamping the
       // cursor (an unknown DEC mode: `?0h`), when the cursor is out.
-      cursor_restore_ = false;
       write_vt(b.substr(fed, i + 1 - fed));
       fed = i + 1;
       VTermPos pos;
-      vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &pos);
-      if (modes_.origin || pos.row < 0 || pos.row >= size_.rows || pos.col < 0 || pos.col >= size_.cols)
-        vterm_input_write(impl_->vt, "\x1b[?0h", 5);
+      vterm_state_get_cursorpos(vterm_obtain_state(vt), &pos);
+      if (modes.origin || pos.row < 0 || pos.row >= size_.rows || pos.col < 0 || pos.col >= size_.cols)
+        vterm_input_write(vt, "\x1b[?0h", 5);
     }
   }
-  if (active) close_run(scan_ == ScanState::kGround ? n : esc);
+  if (active) close_run(scanner_.state() == ModeScanner::State::kGround ? n : esc);
   write_vt(b.substr(fed));
 }
 
-void Screen::capture_primary() {
-  impl_->primary_rows = size_.rows;
-  impl_->primary_cols = size_.cols;
-  impl_->primary.resize(static_cast<std::size_t>(size_.rows) * size_.cols);
+void Screen::Impl::capture_primary() {
+  primary_rows = size_.rows;
+  primary_cols = size_.cols;
+  primary.resize(static_cast<std::size_t>(size_.rows) * size_.cols);
   for (int r = 0; r < size_.rows; ++r)
-    for (int c = 0; c < size_.cols; ++c) impl_->primary[static_cast<std::size_t>(r) * size_.cols + c] = impl_->cell(r, c);
-  vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &impl_->primary_cursor);
+    for (int c = 0; c < size_.cols; ++c) primary[static_cast<std::size_t>(r) * size_.cols + c] = cell(r, c);
+  vterm_state_get_cursorpos(vterm_obtain_state(vt), &primary_cursor);
 }
 
 // The effect of a plain run that ends with CRLF and holds at least `rows` of them, without
@@ -631,301 +286,122 @@ void Screen::capture_primary() {
 // this text and scrolls away under the `rows + 1` CRLFs drawn next, and the pen is the last
 // SGR's. What a person could still scroll back to is kept: the rows above the cursor, then
 // the run's lines (SGR removed, a lone CR keeps what follows it, wrapped at the width).
-void Screen::skip_lines(std::string_view run) {
-  // The pen: the SGRs after the last reset (a run holds no other escape sequence).
-  std::string pen;
-  std::size_t from = 0;
-  for (std::size_t at = run.rfind('\x1b'); at != std::string_view::npos; at = at ? run.rfind('\x1b', at - 1) : std::string_view::npos) {
-    std::string_view seq = run.substr(at, run.find('m', at) - at + 1);
-    if (seq == "\x1b[m" || seq == "\x1b[0m") {
-      from = at;  // the reset itself too: the pen before the run is not the default
-      break;
-    }
-  }
-  for (std::size_t at = run.find('\x1b', from); at != std::string_view::npos; at = run.find('\x1b', at + 1))
-    pen.append(run.substr(at, run.find('m', at) - at + 1));
-  // The text: only the last lines can still be in the scrollback.
-  std::size_t text_from = 0;
+void Screen::Impl::skip_lines(std::string_view run) {
+  SkippedRun skipped = read_skipped_run(run, size_.cols, alt_screen_ ? 0 : scrollback_max_);
   if (!alt_screen_ && scrollback_max_ > 0) {
-    std::size_t lf = run.size() - 1, wanted = scrollback_max_ + 1;
-    while (wanted-- > 0 && lf > 0) {
-      std::size_t prev = run.rfind('\n', lf - 1);
-      if (prev == std::string_view::npos) {
-        lf = 0;
-        break;
-      }
-      lf = prev;
-    }
-    text_from = lf == 0 ? 0 : lf + 1;
-  } else {
-    text_from = run.size();
-  }
-  std::vector<std::string> lines(1);
-  for (std::size_t i = text_from; i < run.size(); ++i) {
-    // Most lines are plain ASCII that fits: taken whole.
-    if (lines.back().empty()) {
-      std::size_t j = i;
-      while (j < run.size() && run[j] >= 0x20 && run[j] < 0x7f) ++j;
-      if (j + 1 < run.size() && run[j] == '\r' && run[j + 1] == '\n' && j - i <= static_cast<std::size_t>(size_.cols)) {
-        lines.back().assign(run.substr(i, j - i));
-        lines.emplace_back();
-        i = j + 1;
-        continue;
-      }
-    }
-    char c = run[i];
-    if (c == 0x1b) {
-      i = run.find('m', i);
-    } else if (c == '\r') {
-      if (i + 1 < run.size() && run[i + 1] == '\n') {
-        lines.emplace_back();
-        ++i;
-      } else {
-        lines.back().clear();
-      }
-    } else if (static_cast<unsigned char>(c) >= 0x80) {
-      // Only valid UTF-8, without C1 controls, reaches the scrollback (and so a repaint).
-      utf8proc_int32_t cp = -1;
-      auto len = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(run.data() + i),
-                                  static_cast<utf8proc_ssize_t>(run.size() - i), &cp);
-      if (len < 1) {
-        len = 1;
-        cp = 0xFFFD;
-      }
-      if (cp >= 0xA0 && lines.back().size() < kMaxScrollbackLine) put_utf8(lines.back(), static_cast<std::uint32_t>(cp));
-      i += static_cast<std::size_t>(len) - 1;
-    } else if (c >= 0x20 && c != 0x7f) {
-      if (lines.back().size() < kMaxScrollbackLine) lines.back() += c;
-    } else if (c == '\t') {
-      lines.back() += ' ';
-    }
-  }
-  lines.pop_back();  // the run ends with CRLF
-  if (!alt_screen_ && scrollback_max_ > 0) {
-    if (text_from > 0 && lines.size() >= scrollback_max_) scrollback_.clear();
+    if (skipped.replaces_history) scrollback_.clear();
     Cursor cur = cursor();
     for (int r = 0; r < cur.row; ++r) push_scrollback(row_text(r));
-    // Only the last scrollback_max_ rows can survive; wrapped at the width (utf8proc's widths).
-    std::vector<std::string> rows_out;
-    for (auto it = lines.rbegin(); it != lines.rend() && rows_out.size() < scrollback_max_; ++it) {
-      if (it->size() <= static_cast<std::size_t>(size_.cols) &&
-          std::all_of(it->begin(), it->end(), [](char ch) { return static_cast<unsigned char>(ch) < 0x80; })) {
-        rtrim(*it);
-        rows_out.push_back(std::move(*it));
-        continue;
-      }
-      std::vector<std::string> pieces;
-      std::string cur_piece;
-      int cols = 0;
-      const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(it->data());
-      utf8proc_ssize_t left = static_cast<utf8proc_ssize_t>(it->size());
-      while (left > 0) {
-        utf8proc_int32_t cp = *p;
-        utf8proc_ssize_t len = 1;
-        if (cp >= 0x80) len = utf8proc_iterate(p, left, &cp);
-        if (len < 1) break;  // cannot happen: the text was made valid above
-        int w = cp < 0x80 ? 1 : utf8proc_charwidth(cp);
-        if (w > 0 && cols + w > size_.cols) {
-          pieces.push_back(std::move(cur_piece));
-          cur_piece.clear();
-          cols = 0;
-        }
-        cols += w;
-        cur_piece.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(len));
-        p += len;
-        left -= len;
-      }
-      pieces.push_back(std::move(cur_piece));
-      for (auto piece = pieces.rbegin(); piece != pieces.rend(); ++piece) {
-        rtrim(*piece);
-        rows_out.push_back(std::move(*piece));
-      }
-    }
-    for (auto it = rows_out.rbegin(); it != rows_out.rend(); ++it) push_scrollback(std::move(*it));
+    for (auto& row : skipped.rows) push_scrollback(std::move(row));
   }
   std::string reset = fmt::format("\x1b[2J\x1b[{};1H", size_.rows);
-  vterm_input_write(impl_->vt, reset.data(), reset.size());
-  write_vt(pen);
+  vterm_input_write(vt, reset.data(), reset.size());
+  write_vt(skipped.pen);
   // The rows this reset blanked scroll away first under the lines drawn next: not history.
   drop_blank_pushes_ = size_.rows - 1;
 }
 
-void Screen::resize(base::PtySize size) {
+void Screen::Impl::resize(base::PtySize size) {
   base::PtySize s{clamp_dim(size.rows), clamp_cols(size.cols)};
   if (s == size_) return;
   size_ = s;
-  vterm_set_size(impl_->vt, s.rows, s.cols);
+  vterm_set_size(vt, s.rows, s.cols);
   // Terminals (xterm.js too) reset the margins on a resize; libvterm 0.1 keeps them, and a
   // kept region (or cursor) outside the new screen crashes it. Reset them and put the
   // cursor back inside the screen.
   VTermPos pos;
-  vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &pos);
+  vterm_state_get_cursorpos(vterm_obtain_state(vt), &pos);
   std::string fix = fmt::format("\x1b[r\x1b[{};{}H", std::clamp(pos.row, 0, s.rows - 1) + 1, std::clamp(pos.col, 0, s.cols - 1) + 1);
-  vterm_input_write(impl_->vt, fix.data(), fix.size());
-  modes_.top = modes_.bottom = 0;
-  frep_ok_ = fseq_rep_ok_ = false;  // a REP from now on needs a character first
+  vterm_input_write(vt, fix.data(), fix.size());
+  scanner_.reset_margins();
+  filter_.forget_last_character();  // a REP from now on needs a character first
 }
 
-std::string Screen::row_text(int row) const {
+std::string Screen::Impl::row_text(int row) const {
   std::string line;
-  row_chars(line, size_.cols, [this, row](int c) { return impl_->cell(row, c); }, std::string::npos);
+  row_chars(line, size_.cols, [this, row](int c) { return cell(row, c); }, std::string::npos);
   rtrim(line);
   return line;
 }
 
-Cursor Screen::cursor() const {
+Cursor Screen::Impl::cursor() const {
   VTermPos pos;
-  vterm_state_get_cursorpos(vterm_obtain_state(impl_->vt), &pos);
+  vterm_state_get_cursorpos(vterm_obtain_state(vt), &pos);
   return {pos.row, pos.col, cursor_visible_};
 }
 
-std::string Screen::ansi() const {
-  std::string out = "\x1b[0m\x1b[H\x1b[2J";
-  // Scrollback first, each line pushed past the top so it lands in the viewer's history.
-  if (!scrollback_.empty()) {
-    out += "\x1b[?7l";  // a line a little too wide for the viewer is cut, never spread over two rows
-    for (const auto& line : scrollback_) {
-      out += line;
-      out += "\r\n";
-    }
-    out += "\x1b[?7h";
-    out.append(static_cast<std::size_t>(size_.rows - 1), '\n');
-    out += "\x1b[H";
+std::string Screen::Impl::ansi() const {
+  const std::string pending = filter_.pending();
+  auto at = [this](int r, int c) { return cell(r, c); };
+  RepaintView view{.size = size_,
+                   .scrollback = scrollback_,
+                   .grid = {size_.rows, size_.cols, at},
+                   .alt_screen = alt_screen_,
+                   .main_screen = nullptr,
+                   .main_cursor = {primary_cursor.row, primary_cursor.col},
+                   .pen = pen(),
+                   .modes = scanner_.modes(),
+                   .title = filter_.title(),
+                   .cursor = cursor(),
+                   .pending = pending};
+  Grid main;
+  if (alt_screen_ && !primary.empty()) {
+    main = {std::min<int>(size_.rows, primary_rows), std::min<int>(size_.cols, primary_cols),
+            [this](int r, int c) { return primary[static_cast<std::size_t>(r) * primary_cols + c]; }};
+    view.main_screen = &main;
   }
-  // A cell that holds only combining characters (libvterm makes one, of width 0, when a mark
-  // follows a cursor move) would join the cell printed before it, and the cursor would not
-  // move past it: such cells are painted first, each over a space of its own, and the row's
-  // other cells then jump over them.
-  auto lone_mark = [](const VTermScreenCell& c) { return c.chars[0] != kWideContinuation && vterm_width(c.chars[0]) == 0; };
-  auto paint = [&out, &lone_mark](int rows, int cols, auto&& get) {
-    Pen pen;
-    bool pen_set = false;
-    auto use_pen = [&](const VTermScreenCell& cell) {
-      Pen p{cell.attrs, cell.fg, cell.bg};
-      if (!pen_set || !same_pen(p, pen)) {
-        pen_sgr(out, p);
-        pen = p;
-        pen_set = true;
-      }
-    };
-    for (int r = 0; r < rows; ++r) {
-      int last = -1;
-      bool marks = false;
-      for (int c = 0; c < cols; ++c) {
-        VTermScreenCell cell = get(r, c);
-        if ((cell.chars[0] != 0 && cell.chars[0] != kWideContinuation) || visible_blank(cell)) last = c;
-        marks = marks || lone_mark(cell);
-      }
-      if (last < 0) continue;
-      for (int c = 0; marks && c <= last; ++c) {
-        VTermScreenCell cell = get(r, c);
-        if (!lone_mark(cell)) continue;
-        // A space there first: libvterm joins a mark to the last character printed when the
-        // cursor stands right after it, wherever that character has gone since (scrolled away).
-        out += fmt::format("\x1b[{0};{1}H \x1b[{0};{1}H", r + 1, c + 1);
-        use_pen(cell);
-        cell_text(out, cell);
-      }
-      out += fmt::format("\x1b[{};1H", r + 1);
-      bool jump = false;
-      auto row = [&get, r](int c) { return get(r, c); };
-      for (int c = 0; c <= last; ++c) {
-        VTermScreenCell cell = get(r, c);
-        if (lone_mark(cell)) {
-          jump = true;
-          continue;
-        }
-        if (jump) out += fmt::format("\x1b[{};{}H", r + 1, c + 1);
-        jump = false;
-        use_pen(cell);
-        if (whole_wide(cell, c, cols, row)) {
-          cell_text(out, cell);
-          ++c;
-        } else if (cell.chars[0] == kWideContinuation || (cell.chars[0] != 0 && vterm_width(cell.chars[0]) == 2)) {
-          out += ' ';  // half a wide character (whole_wide): printed, it would wrap or overlap
-        } else {
-          cell_text(out, cell);
-        }
-      }
-    }
-  };
-  if (alt_screen_) {
-    // The main screen under the alternate one, and the cursor 1049 saved, so that leaving
-    // the alternate screen shows what the model shows.
-    if (!impl_->primary.empty()) {
-      int rows = std::min<int>(size_.rows, impl_->primary_rows), cols = std::min<int>(size_.cols, impl_->primary_cols);
-      paint(rows, cols, [this](int r, int c) { return impl_->primary[static_cast<std::size_t>(r) * impl_->primary_cols + c]; });
-      out += fmt::format("\x1b[0m\x1b[{};{}H", std::min<int>(impl_->primary_cursor.row, size_.rows - 1) + 1,
-                         std::min<int>(impl_->primary_cursor.col, size_.cols - 1) + 1);
-    }
-    out += "\x1b[?1049h\x1b[H\x1b[2J";
-  }
-  paint(size_.rows, size_.cols, [this](int r, int c) { return impl_->cell(r, c); });
-  // The program's current pen, so what it writes next keeps its attributes.
-  {
-    VTermState* st = vterm_obtain_state(impl_->vt);
-    VTermValue v;
-    Pen cur;
-    vterm_state_get_penattr(st, VTERM_ATTR_BOLD, &v), cur.attrs.bold = v.boolean ? 1 : 0;
-    vterm_state_get_penattr(st, VTERM_ATTR_UNDERLINE, &v), cur.attrs.underline = static_cast<unsigned>(v.number) & 3u;
-    vterm_state_get_penattr(st, VTERM_ATTR_ITALIC, &v), cur.attrs.italic = v.boolean ? 1 : 0;
-    vterm_state_get_penattr(st, VTERM_ATTR_BLINK, &v), cur.attrs.blink = v.boolean ? 1 : 0;
-    vterm_state_get_penattr(st, VTERM_ATTR_REVERSE, &v), cur.attrs.reverse = v.boolean ? 1 : 0;
-    vterm_state_get_penattr(st, VTERM_ATTR_STRIKE, &v), cur.attrs.strike = v.boolean ? 1 : 0;
-    vterm_state_get_penattr(st, VTERM_ATTR_FOREGROUND, &v), cur.fg = v.color;
-    vterm_state_get_penattr(st, VTERM_ATTR_BACKGROUND, &v), cur.bg = v.color;
-    pen_sgr(out, cur);
-  }
-  // Modes, then the cursor (margins and origin mode change what a cursor address means).
-  if (modes_.top || modes_.bottom) out += fmt::format("\x1b[{};{}r", modes_.top ? modes_.top : 1, modes_.bottom ? modes_.bottom : size_.rows);
-  if (modes_.app_cursor) out += "\x1b[?1h";
-  if (!modes_.autowrap) out += "\x1b[?7l";
-  if (modes_.mouse) out += fmt::format("\x1b[?{}h", modes_.mouse);
-  if (modes_.mouse_sgr) out += "\x1b[?1006h";
-  if (modes_.focus_events) out += "\x1b[?1004h";
-  if (modes_.bracketed_paste) out += "\x1b[?2004h";
-  if (!title_.empty()) out += "\x1b]2;" + title_ + "\x07";
-  Cursor cur = cursor();
-  if (modes_.origin) {
-    out += "\x1b[?6h";
-    int top = modes_.top ? modes_.top : 1;
-    out += fmt::format("\x1b[{};{}H", std::max(1, cur.row + 2 - top), cur.col + 1);
-  } else {
-    out += fmt::format("\x1b[{};{}H", cur.row + 1, cur.col + 1);
-  }
-  out += cur.visible ? "\x1b[?25h" : "\x1b[?25l";
-  // What the program is in the middle of writing (a character or a sequence split by a
-  // read), as the filter holds it: libvterm has executed none of it (C0 controls inside a
-  // sequence have run, and are not repeated). The character began first: within a
-  // sequence or a string no byte reaches the UTF-8 decoder.
-  out += u8_;
-  if (fstate_ != FilterState::kGround && fraw_whole_) out += fraw_;
-  return out;
+  return repaint(view);
+}
+
+// The pen libvterm writes with now (the last SGR's).
+Pen Screen::Impl::pen() const {
+  VTermState* st = vterm_obtain_state(vt);
+  VTermValue v;
+  Pen cur;
+  vterm_state_get_penattr(st, VTERM_ATTR_BOLD, &v), cur.attrs.bold = v.boolean ? 1 : 0;
+  vterm_state_get_penattr(st, VTERM_ATTR_UNDERLINE, &v), cur.attrs.underline = static_cast<unsigned>(v.number) & 3u;
+  vterm_state_get_penattr(st, VTERM_ATTR_ITALIC, &v), cur.attrs.italic = v.boolean ? 1 : 0;
+  vterm_state_get_penattr(st, VTERM_ATTR_BLINK, &v), cur.attrs.blink = v.boolean ? 1 : 0;
+  vterm_state_get_penattr(st, VTERM_ATTR_REVERSE, &v), cur.attrs.reverse = v.boolean ? 1 : 0;
+  vterm_state_get_penattr(st, VTERM_ATTR_STRIKE, &v), cur.attrs.strike = v.boolean ? 1 : 0;
+  vterm_state_get_penattr(st, VTERM_ATTR_FOREGROUND, &v), cur.fg = v.color;
+  vterm_state_get_penattr(st, VTERM_ATTR_BACKGROUND, &v), cur.bg = v.color;
+  return cur;
 }
 
 #else  // no libvterm: the feature is off and says so
-
-struct Screen::Impl {};
 
 bool Screen::available() noexcept { return false; }
 
 Result<std::unique_ptr<Screen>> Screen::create(base::PtySize, std::size_t) {
   return Error{base::Errc::kUnsupported, 0, "the screen model needs libvterm, and this uexec was built without it"};
 }
-Screen::Screen(base::PtySize size, std::size_t n) : size_(size), scrollback_max_(n) {}
-Screen::~Screen() = default;
-void Screen::feed(std::string_view) {}
-void Screen::resize(base::PtySize) {}
-std::string Screen::row_text(int) const { return {}; }
-Cursor Screen::cursor() const { return {}; }
-std::string Screen::ansi() const { return {}; }
+Screen::Impl::~Impl() = default;
+void Screen::Impl::feed(std::string_view) {}
+void Screen::Impl::resize(base::PtySize) {}
+std::string Screen::Impl::row_text(int) const { return {}; }
+Cursor Screen::Impl::cursor() const { return {}; }
+std::string Screen::Impl::ansi() const { return {}; }
 
 #endif
 
+Screen::Screen(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Screen::~Screen() = default;
+
+void Screen::feed(std::string_view bytes) { impl_->feed(bytes); }
+void Screen::resize(base::PtySize size) { impl_->resize(size); }
+base::PtySize Screen::size() const noexcept { return impl_->size_; }
+Cursor Screen::cursor() const { return impl_->cursor(); }
+bool Screen::alt_screen() const noexcept { return impl_->alt_screen_; }
+const std::string& Screen::title() const noexcept { return impl_->filter_.title(); }
+bool Screen::app_cursor_keys() const noexcept { return impl_->scanner_.modes().app_cursor; }
+const std::deque<std::string>& Screen::scrollback() const noexcept { return impl_->scrollback_; }
+std::string Screen::ansi() const { return impl_->ansi(); }
+
 std::vector<std::string> Screen::lines() const {
   std::vector<std::string> out;
-  out.reserve(size_.rows);
-  for (int r = 0; r < size_.rows; ++r) out.push_back(row_text(r));
+  out.reserve(impl_->size_.rows);
+  for (int r = 0; r < impl_->size_.rows; ++r) out.push_back(impl_->row_text(r));
   return out;
 }
 
@@ -940,128 +416,10 @@ std::string Screen::text() const {
   return out;
 }
 
-void Screen::push_scrollback(std::string line) {
+void Screen::Impl::push_scrollback(std::string line) {
   if (scrollback_max_ == 0) return;
   if (scrollback_.size() >= scrollback_max_) scrollback_.pop_front();
   scrollback_.push_back(std::move(line));
-}
-
-// The mode scanner: ESC and CSI framing over the filtered bytes (whole sequences, no
-// strings), enough to see the DEC private modes and margins that libvterm 0.1 keeps to itself.
-void Screen::scan_byte(unsigned char c) {
-  switch (scan_) {
-    case ScanState::kGround:
-      if (c == 0x1b) {
-        scan_ = ScanState::kEsc;
-        csi_.clear();  // the intermediates of an ESC sequence
-      }
-      break;
-    case ScanState::kEsc:
-      if (c == '[') {
-        scan_ = ScanState::kCsi;
-        csi_.clear();
-      } else if (c >= 0x20 && c <= 0x2f) {
-        csi_ += static_cast<char>(c);  // (the filter lets two through at most)
-      } else {
-        if (c == 'c' && csi_.empty()) modes_ = Modes{};  // RIS: a full reset
-        if (c == '8' && csi_.empty()) cursor_restore_ = true;
-        scan_ = ScanState::kGround;
-      }
-      break;
-    case ScanState::kCsi:
-      if (c >= 0x40 && c <= 0x7e) {
-        if (csi_.size() < kMaxCsi) {
-          csi_ += static_cast<char>(c);
-          csi_done();
-        }
-        scan_ = ScanState::kGround;
-      } else if (c >= 0x20 && csi_.size() < kMaxCsi) {
-        csi_ += static_cast<char>(c);
-      } else if (c >= 0x20) {
-        csi_.assign(kMaxCsi, '\0');  // too long to be ours: ignored at its final byte
-      }
-      break;
-  }
-}
-
-// OSC 0 and 2 set the title (bounded; control characters are dropped).
-void Screen::string_done() {
-  if (!osc_) return;
-  osc_ = false;
-  if (str_.size() < 2 || (str_[0] != '0' && str_[0] != '2') || str_[1] != ';') return;
-  title_.clear();
-  for (std::size_t i = 2; i < str_.size() && title_.size() < kMaxTitle; ++i)
-    if (static_cast<unsigned char>(str_[i]) >= 0x20 && str_[i] != 0x7f) title_ += str_[i];
-}
-
-void Screen::csi_done() {
-  char final = csi_.back();
-  std::string_view body(csi_.data(), csi_.size() - 1);
-  auto numbers = [](std::string_view s) {
-    std::vector<int> out;
-    std::size_t pos = 0;
-    while (pos <= s.size()) {
-      std::size_t semi = s.find(';', pos);
-      std::string_view part = s.substr(pos, semi == std::string_view::npos ? std::string_view::npos : semi - pos);
-      int v = 0;
-      if (!part.empty()) std::from_chars(part.data(), part.data() + part.size(), v);
-      out.push_back(v);
-      if (semi == std::string_view::npos) break;
-      pos = semi + 1;
-    }
-    return out;
-  };
-  if (!body.empty() && body[0] == '?' && (final == 'h' || final == 'l')) {
-    bool on = final == 'h';
-    for (int m : numbers(body.substr(1))) {
-      switch (m) {
-        case 1: modes_.app_cursor = on; break;
-        case 6: modes_.origin = on; break;
-        case 7: modes_.autowrap = on; break;
-        case 1000:
-        case 1002:
-        case 1003:
-          if (on) modes_.mouse = m;
-          else if (modes_.mouse == m) modes_.mouse = 0;
-          break;
-        case 1004: modes_.focus_events = on; break;
-        case 1006: modes_.mouse_sgr = on; break;
-        case 2004: modes_.bracketed_paste = on; break;
-        case 69: modes_.lr_margins = on; break;
-        case 47:
-        case 1047:
-        case 1049: if (on) alt_enter_ = true; break;
-        default: break;
-      }
-    }
-  } else if (final == 'r' && body.find_first_not_of("0123456789;:") == std::string_view::npos &&
-             body.find(':') != std::string_view::npos) {
-    modes_.top = 1;  // a form libvterm may read but we do not: assume margins (no fast path)
-    modes_.bottom = size_.rows;
-  } else if (final == 's' && modes_.lr_margins) {
-    modes_.top = 1;  // DECSLRM: left/right margins; the fast path stays off
-    modes_.bottom = size_.rows;
-  } else if (final == 'r' && body.find_first_not_of("0123456789;") == std::string_view::npos) {
-    // DECSTBM exactly as libvterm 0.1.4 reads it (state.c): a missing top is 1, a missing
-    // bottom the last row, both clamped to the screen; a region of no rows (0 is a value
-    // here, not a default) is the full screen again.
-    auto n = numbers(body);
-    const int rows = size_.rows;
-    std::size_t semi = body.find(';');
-    bool has_top = !body.empty() && semi != 0;
-    bool has_bottom = semi != std::string_view::npos && semi + 1 < body.size() && body[semi + 1] != ';';
-    int top = std::clamp((has_top ? n[0] : 1) - 1, 0, rows);  // 0-based
-    int bottom = has_bottom ? std::min(n[1], rows) : rows;    // exclusive
-    if (bottom <= top || (top == 0 && bottom == rows)) {
-      modes_.top = modes_.bottom = 0;  // the full screen
-    } else {
-      modes_.top = top + 1;
-      modes_.bottom = bottom;
-    }
-  } else if (final == 'p' && body == "!") {  // DECSTR, a soft reset (libvterm 0.1 keeps the margins)
-    modes_.app_cursor = modes_.origin = false;
-    modes_.autowrap = true;
-  }
 }
 
 }  // namespace uexec::term

@@ -327,7 +327,7 @@ TEST_CASE("screen: review findings on the fast path and the repaint") {
   CHECK(r1->cursor().row == r2->cursor().row);
 }
 
-// ---- The filter in front of libvterm (screen.h's essay), one case per fuzz_screen finding ----
+// ---- The filter in front of libvterm (vt_filter.h's essay), one case per fuzz_screen finding ----
 
 namespace {
 
