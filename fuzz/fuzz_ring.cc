@@ -163,6 +163,7 @@ void check_after_seq(const OutputRing& r, const Model& m, Seq after) {
   }
   Offset want = total;
   for (const auto& c : m.chunks) {
+    if (m.tail == 0) break;  // a ring that keeps nothing (retain 0) keeps no starts: the end
     if (c.seq > after) {
       want = c.off;
       break;

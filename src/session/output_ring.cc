@@ -153,8 +153,6 @@ void OutputRing::append(Seq seq, Stream stream, std::span<const std::byte> bytes
     }
     write_tail(off, bytes);
     push_entry(tail_index_, Entry{seq, off, bytes.size(), stream});
-  } else {
-    note_evicted_start(seq, off);  // no tail kept (retain 0): every chunk leaves at once
   }
   notify();
 }

@@ -100,7 +100,8 @@ class OutputRing {
   // Where the output after chunk `after` starts: the offset of the first byte whose chunk seq
   // is > `after` (total() if none), also when that byte was evicted, so a read from there
   // reports exactly what followed `after` and is gone as its gap. A seq older than the evicted
-  // chunks still known (see above) maps to the head's end.
+  // chunks still known (see above) maps to the head's end. A ring that keeps nothing
+  // (retain 0) keeps no starts either: every seq maps to total().
   Offset offset_after_seq(Seq after) const noexcept;
   // The retained output as text: head, then "\n... N bytes omitted ...\n" when the middle
   // was evicted, then the tail.
