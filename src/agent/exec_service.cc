@@ -52,7 +52,6 @@ std::string age_text(Clock::duration d) {
 
 double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
-// The last line of `text` (without the newline), at most `max` bytes, lossily decoded.
 // `Lingering processes: 2 killed (sleep pid 4242, tee pid 4243)` (docs/agent.md §2.6).
 std::string lingering_line(const std::vector<session::LingeringProcess>& l) {
   std::size_t killed = 0;
@@ -72,20 +71,6 @@ std::string lingering_line(const std::vector<session::LingeringProcess>& l) {
 void report_lingering(const session::Session& s, Response& r, std::vector<std::string>& extra) {
   r.lingering = s.finished() ? s.lingering() : s.live_descendants();
   if (!r.lingering.empty()) extra.push_back(lingering_line(r.lingering));
-}
-
-std::string last_line(std::string_view raw, std::size_t max) {
-  std::string t = strip_ansi(raw);
-  while (!t.empty() && (t.back() == '\n')) t.pop_back();
-  auto nl = t.rfind('\n');
-  std::string line = nl == std::string::npos ? t : t.substr(nl + 1);
-  if (line.size() > max) line = line.substr(line.size() - max);
-  return session::lossy_decode(line);
-}
-
-const std::regex& hint_password() {
-  static const std::regex re("pass(word|phrase)[^\\n]*:\\s*$", std::regex::icase | std::regex::ECMAScript);
-  return re;
 }
 
 }  // namespace
@@ -110,21 +95,19 @@ struct ExecService::AgentSession {
   std::string cmd, cwd;
   bool tty = false;
   std::optional<std::string> name;
-  Clock::time_point created, last_used, last_output, last_input;
+  Clock::time_point created, last_used;
+  InputWatch input{Clock::now()};  // output and input times, the prompt reported
   Offset reader = 0;
-  std::uint64_t seen_total = 0;
   bool app_cursor = false;  // DECCKM: the program asked for application cursor keys
   std::string mode_carry;   // the tail of the last scan, for a sequence split across chunks
   bool counted = false;
   bool ended = false;
-  bool awaiting_reported = false;
   std::optional<std::string> end_reason, killed_by;
   Clock::time_point ended_at;
   WallClock::time_point ended_wall;
   std::deque<CallId> queue;
   std::unique_ptr<session::Subscription> sub;
   loop::Timer grace;
-  dev_t slave = 0;
   CallId origin = 0;        // the exec_command that started it
   bool end_logged = false;  // its end event is in the log
 };
@@ -139,17 +122,9 @@ struct ExecService::Call {
   long sid = 0;
   Reply reply;
   bool started = false;
-  Clock::time_point t0, deadline, settle_end, next_probe;
-  Until until;
+  UntilWait wait;  // t0, the deadline, the conditions and what fired
   std::size_t budget = 40000;
   std::vector<std::string> lines, warnings;
-  std::optional<std::string> fired, match_text;
-  std::optional<std::uint64_t> match_offset;
-  std::optional<Listener> port_match;
-  std::optional<AwaitingInput> awaiting;
-  Offset scan = 0;
-  std::string partial;
-  Offset partial_start = 0;
   bool input_delivered = true;
   bool yield_capped = false;
   long yield_requested = 0;
@@ -297,8 +272,6 @@ void ExecService::begin(Call* c) {
     auto r = c->on_begin(*c, *a);
     if (!r) return fail(c, std::move(r).error());
   }
-  c->scan = a->s->output().total();
-  c->partial_start = c->scan;
   if (c->on_delta) {
     c->deltas.emplace(cfg_.delta_max_bytes, cfg_.deltas_per_call);
     c->delta_cursor = a->reader;  // what this call's response will hold
@@ -384,14 +357,8 @@ void ExecService::log_event(SessionEvent e) {
 }
 
 void ExecService::on_activity(AgentSession& a) {
-  auto now = Clock::now();
-  std::uint64_t total = a.s->output().total();
-  if (total != a.seen_total) {
-    if (a.tty) track_cursor_mode(a, a.seen_total);
-    a.seen_total = total;
-    a.last_output = now;
-    a.awaiting_reported = false;
-  }
+  std::uint64_t before = 0;
+  if (a.input.saw_output(a.s->output().total(), Clock::now(), &before) && a.tty) track_cursor_mode(a, before);
   if (const auto& v = a.s->verdict()) {
     // The session's own timeouts (timeout_ms, idle_timeout_ms) say who ended it.
     if (!a.killed_by && a.s->ended_by()) a.killed_by = a.s->ended_by()->message;
@@ -413,149 +380,19 @@ void ExecService::on_activity(AgentSession& a) {
     if (auto it = calls_.find(cid); it != calls_.end()) evaluate(it->second.get());
 }
 
-bool ExecService::scan_regex(Call& c, AgentSession& a) {
-  const auto& ring = a.s->output();
-  while (c.scan < ring.total()) {
-    auto r = ring.read_from(c.scan, 64 * 1024);
-    if (r.gap > 0) {
-      c.partial.clear();
-      c.partial_start = c.scan + r.gap;
-    }
-    c.partial += r.text();
-    c.scan = r.next;
-    // Complete lines first.
-    std::size_t nl;
-    while ((nl = c.partial.find('\n')) != std::string::npos) {
-      std::string line = session::lossy_decode(strip_ansi(std::string_view(c.partial).substr(0, nl)));
-      std::smatch m;
-      if (std::regex_search(line, m, *c.until.regex)) {
-        c.match_text = m.str(0);
-        c.match_offset = c.partial_start;
-        return true;
-      }
-      c.partial.erase(0, nl + 1);
-      c.partial_start += nl + 1;
-    }
-    if (c.partial.size() > 64 * 1024) {  // examine at most the last 64 KiB of a line
-      c.partial_start += c.partial.size() - 64 * 1024;
-      c.partial.erase(0, c.partial.size() - 64 * 1024);
-    }
-  }
-  if (c.partial.empty()) return false;
-  std::string line = session::lossy_decode(strip_ansi(c.partial));
-  std::smatch m;
-  if (std::regex_search(line, m, *c.until.regex)) {
-    c.match_text = m.str(0);
-    c.match_offset = c.partial_start;
-    return true;
-  }
-  return false;
-}
-
-std::optional<AwaitingInput> ExecService::detect_awaiting(AgentSession& a, bool require_quiet) {
-  auto* s = a.s;
-  auto* p = s->process();
-  if (!p || s->verdict() || s->finished()) return std::nullopt;
-  auto now = Clock::now();
-  if (require_quiet && now - a.last_output < cfg_.input_quiet) return std::nullopt;
-  const auto& ring = s->output();
-  Offset from = ring.total() > 4096 ? ring.total() - 4096 : 0;
-  std::string tail = ring.read_from(from, 4096).text();
-  std::string prompt = last_line(tail, 120);
-  if (a.tty) {
-    int master = p->master_fd();
-    if (master >= 0) {
-      if (a.slave == 0) a.slave = pty::slave_rdev(master);
-      pid_t fg = ::tcgetpgrp(master);
-      if (fg > 0 && pty::group_reading_tty(fg, a.slave)) {
-        auto modes = pty::tty_modes(master);
-        std::string kind = "line";
-        if (modes && !modes->icanon) kind = "raw";
-        else if (modes && !modes->echo) kind = "password";
-        return AwaitingInput{kind, "kernel", prompt};
-      }
-    }
-  } else if (int fd = p->stdin_pipe_fd(); fd >= 0) {
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && pty::group_reading_pipe(p->pid(), st.st_ino))
-      return AwaitingInput{"pipe", "kernel", prompt};
-  }
-  // No kernel evidence (event-loop programs): prompt patterns on the last line.
-  static const std::regex yes_no("\\[[yY]/[nN]\\]\\s*$|\\([yY]es/[nN]o[^)]*\\)\\??\\s*$|ok to proceed\\?.*$|^>>> $",
-                                 std::regex::ECMAScript | std::regex::icase);
-  if (std::regex_search(prompt, hint_password())) return AwaitingInput{"password", "hint", prompt};
-  if (!prompt.empty() && std::regex_search(prompt, yes_no)) return AwaitingInput{"line", "hint", prompt};
-  return std::nullopt;
-}
-
-bool ExecService::check_until(Call& c, AgentSession& a, Clock::time_point now, Clock::time_point* next) {
-  if (now < c.settle_end) {
-    *next = std::min(*next, c.settle_end);
-    return false;
-  }
-  if (c.until.regex && scan_regex(c, a)) {
-    c.fired = "regex";
-    return true;
-  }
-  if (c.until.idle) {
-    auto since = std::max({c.t0, c.settle_end, a.last_output});
-    if (now - since >= *c.until.idle) {
-      c.fired = "idle";
-      return true;
-    }
-    *next = std::min(*next, since + *c.until.idle);
-  }
-  if (c.until.port) {
-    if (now >= c.next_probe) {
-      if (auto l = find_listener(a.s->pid(), *c.until.port)) {
-        c.port_match = l;
-        c.fired = "port";
-        return true;
-      }
-      c.next_probe = now + cfg_.port_probe;
-    }
-    *next = std::min(*next, c.next_probe);
-  }
-  if (c.until.awaiting_input) {
-    auto quiet_at = a.last_output + cfg_.input_quiet;
-    if (now < quiet_at) {
-      *next = std::min(*next, quiet_at);
-    } else {
-      if (!a.awaiting_reported) {
-        if (auto aw = detect_awaiting(a, true)) {
-          c.fired = "awaiting_input";
-          c.awaiting = std::move(aw);
-          return true;
-        }
-      }
-      *next = std::min(*next, now + milliseconds{100});
-    }
-  }
-  return false;
+std::optional<AwaitingInput> ExecService::probe_awaiting(AgentSession& a) {
+  return a.input.probe(*a.s, Clock::now(), cfg_.input_quiet);
 }
 
 void ExecService::evaluate(Call* c) {
   if (!c->started) return;
   auto* a = live(c->sid);
   if (!a) return fail(c, tool_error("the session is gone"));
-  auto* s = a->s;
   auto now = Clock::now();
   stream_deltas(*c, *a);
-  if (s->finished()) return finish(c);
-  Clock::time_point next = c->deadline;
-  if (s->verdict()) {
-    auto cap = std::min(s->exited_at() + cfg_.post_exit_close_cap, c->deadline);
-    if (now >= cap) return finish(c);
-    next = std::min(next, cap);
-  } else if (c->kind != kKill && check_until(*c, *a, now, &next)) {
-    return finish(c);
-  }
-  if (now >= c->deadline) {
-    // A reaped child's verdict is at most one exit drain away: report the exit, not "running".
-    if (!(s->exited() && !s->verdict())) return finish(c);
-    next = now + milliseconds{5};
-  }
-  auto delay = std::chrono::duration_cast<milliseconds>(next - now) + milliseconds{1};
+  auto step = c->wait.evaluate(*a->s, a->input, {cfg_.input_quiet, cfg_.port_probe, cfg_.post_exit_close_cap}, now);
+  if (step.done) return finish(c);
+  auto delay = std::chrono::duration_cast<milliseconds>(step.wake_at - now) + milliseconds{1};
   CallId id = c->id;
   c->timer.start(std::max(delay, milliseconds{0}), [this, id] {
     if (auto it = calls_.find(id); it != calls_.end()) evaluate(it->second.get());
@@ -610,7 +447,7 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
 
   Response r;
   r.chunk_id = new_chunk_id();
-  r.wall_time_seconds = seconds(now - c.t0);
+  r.wall_time_seconds = seconds(now - c.wait.t0());
   r.output = body.text;
   r.original_token_count = body.original_tokens;
   r.session = a.id;
@@ -621,10 +458,10 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
   r.output_closed = s->output_closed();
   r.input_delivered = c.input_delivered;
   if (auto* p = s->process()) r.stdin_pending_bytes = p->queued_input();
-  r.fired = c.fired;
-  r.match_text = c.match_text;
-  r.match_offset = c.match_offset;
-  r.match_port = c.port_match;
+  r.fired = c.wait.fired();
+  r.match_text = c.wait.match_text();
+  r.match_offset = c.wait.match_offset();
+  r.match_port = c.wait.port_match();
   r.warnings = c.warnings;
   r.screen = screen;
 
@@ -658,10 +495,10 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
     r.state = "running";
     if (c.kind != kKill) {
       // Known when it ended the wait; otherwise looked at only after the output went quiet.
-      if (auto aw = c.awaiting ? c.awaiting : detect_awaiting(a, true)) {
+      if (auto aw = c.wait.awaiting() ? c.wait.awaiting() : probe_awaiting(a)) {
         r.awaiting_input = aw;
         r.state = "awaiting_input";
-        a.awaiting_reported = true;
+        a.input.mark_reported();
         extra.push_back(fmt::format("Waiting for input: {} ({}); prompt: \"{}\"", aw->kind, aw->evidence, aw->prompt));
       }
     }
@@ -671,14 +508,17 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
           "with write_stdin or pass until to return when it is ready.",
           c.yield_requested, cfg_.yield_max.count(), cfg_.yield_max.count()));
   }
-  if (c.fired && *c.fired != "exit") {
+  const auto& fired = c.wait.fired();
+  if (fired && *fired != "exit") {
+    const Until& until = c.wait.conditions();
+    const auto& port = c.wait.port_match();
     std::string what;
-    if (*c.fired == "regex")
-      what = fmt::format("regex /{}/ matched at byte {}", c.until.regex_src.value_or(""), c.match_offset.value_or(0));
-    else if (*c.fired == "idle")
-      what = fmt::format("idle {} ms", c.until.idle ? c.until.idle->count() : 0);
-    else if (*c.fired == "port" && c.port_match)
-      what = fmt::format("port {} listening (pid {}, {})", c.port_match->port, c.port_match->pid, c.port_match->comm);
+    if (*fired == "regex")
+      what = fmt::format("regex /{}/ matched at byte {}", until.regex_src.value_or(""), c.wait.match_offset().value_or(0));
+    else if (*fired == "idle")
+      what = fmt::format("idle {} ms", until.idle ? until.idle->count() : 0);
+    else if (*fired == "port" && port)
+      what = fmt::format("port {} listening (pid {}, {})", port->port, port->pid, port->comm);
     else
       what = "awaiting input";
     extra.push_back("Returned early: " + what);
@@ -782,7 +622,7 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
   raw->cwd = cwd;
   raw->tty = p.tty;
   raw->name = p.name;
-  raw->created = raw->last_used = raw->last_output = raw->last_input = Clock::now();
+  raw->created = raw->last_used = Clock::now();
   raw->sub = raw->s->output().subscribe([this, raw] { on_activity(*raw); });
   raw->origin = c ? c->id : 0;
   sessions_.emplace(id, std::move(a));
@@ -895,9 +735,8 @@ namespace {
 // A call's wait that starts when it gets its turn on the session, for `yield` ms, no settle.
 template <class CallT, class SessionT>
 std::function<Result<void>(CallT&, SessionT&)> make_wait_from_turn(long yield) {
-  return [yield](CallT& call, SessionT&) -> Result<void> {
-    call.t0 = call.settle_end = Clock::now();
-    call.deadline = call.t0 + milliseconds{yield};
+  return [yield](CallT& call, SessionT& a) -> Result<void> {
+    call.wait.start(*a.s, Clock::now(), milliseconds{0}, milliseconds{yield});
     return {};
   };
 }
@@ -941,7 +780,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
       if (a->cmd == p.cmd && a->cwd == cwd && a->tty == p.tty) {
         Call* c = new_call(kWrite, id, std::move(done));
         c->on_delta = std::move(p.on_delta);
-        c->until = until;
+        c->wait = UntilWait(until);
         c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
         c->lines.push_back(fmt::format("Session name: {} (existing)", *p.name));
         c->view = p.view;
@@ -964,7 +803,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
 
   Call* c = new_call(kExec, 0, std::move(done));
   c->on_delta = std::move(p.on_delta);
-  c->until = until;
+  c->wait = UntilWait(until);
   c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
   c->yield_requested = requested;
   c->yield_capped = requested > cfg_.yield_max.count();
@@ -1018,11 +857,7 @@ void ExecService::run_orchestrated(Call* c, ExecParams p, const std::string& cwd
     if (call->sid != 0) {  // the retry: a fresh response for the new session
       call->lines.push_back(fmt::format("Sandbox denied session {}; retried without the sandbox (approved)", call->sid));
       call->held.reset();
-      call->fired.reset();
-      call->match_text.reset();
-      call->match_offset.reset();
-      call->port_match.reset();
-      call->awaiting.reset();
+      call->wait.clear_outcome();
     }
     auto id = start_session(q, call);
     if (!id) {
@@ -1091,7 +926,7 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
 
   Call* c = new_call(kWrite, a->id, std::move(done));
   c->on_delta = std::move(p.on_delta);
-  c->until = until;
+  c->wait = UntilWait(until);
   c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
   c->yield_requested = requested;
   c->yield_capped = !empty && requested > cfg_.yield_max.count();
@@ -1150,12 +985,9 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
           if (p.close_stdin) (void)s.s->close_stdin();
         }
       }
-      s.last_input = Clock::now();
-      s.awaiting_reported = false;
+      s.input.saw_input(Clock::now());
     }
-    call.t0 = Clock::now();
-    call.settle_end = call.t0 + (empty ? milliseconds{0} : settle);
-    call.deadline = call.t0 + milliseconds{yield} + (empty ? milliseconds{0} : settle);
+    call.wait.start(*s.s, Clock::now(), empty ? milliseconds{0} : settle, milliseconds{yield});
     return {};
   };
   CallId cid = c->id;
@@ -1202,11 +1034,10 @@ CallId ExecService::kill_session(KillParams p, Reply done) {
   }
   Call* c = new_call(kKill, a->id, std::move(done));
   c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
-  c->t0 = c->settle_end = Clock::now();
   // terminate escalates to SIGKILL at `grace`; allow the kill and the reap to land.
-  c->deadline = c->t0 + milliseconds{grace} + (sig->second == SIGTERM ? milliseconds{500} : milliseconds{0});
+  c->wait.start(*a->s, Clock::now(), milliseconds{0},
+                milliseconds{grace} + (sig->second == SIGTERM ? milliseconds{500} : milliseconds{0}));
   c->started = true;
-  c->scan = a->s->output().total();
   CallId cid = c->id;
   evaluate(c);
   return cid;
@@ -1360,7 +1191,7 @@ ListResult ExecService::list_sessions(const ListParams& p) {
     row.cwd = a->cwd;
     row.tty = a->tty;
     row.age_s = seconds(now - a->created);
-    row.idle_s = seconds(now - std::max(a->last_output, a->last_input));
+    row.idle_s = seconds(now - std::max(a->input.last_output(), a->input.last_input()));
     const auto& ring = a->s->output();
     row.unread_bytes = ring.total() - std::min(a->reader, ring.total());
     row.retained_bytes = ring.retained();
@@ -1377,7 +1208,7 @@ ListResult ExecService::list_sessions(const ListParams& p) {
       row.state = "ended:" + a->end_reason.value_or("exited");
     else if (a->s->verdict())
       row.state = "exited";
-    else if (detect_awaiting(*a, true))
+    else if (probe_awaiting(*a))
       row.state = "awaiting_input";
     else
       row.state = "running";

@@ -31,8 +31,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "agent/awaiting_input.h"
 #include "agent/envelope.h"
 #include "agent/probes.h"
+#include "agent/until.h"
 #include "base/config.h"
 #include "base/result.h"
 #include "loop/timer.h"
@@ -58,14 +60,6 @@ enum class ToolErrc {
   kNameInUse,
   kSecretWouldEcho,
   kLoginDisabled,
-};
-
-struct Until {
-  std::optional<std::string> regex_src;
-  std::shared_ptr<const std::regex> regex;
-  std::optional<milliseconds> idle;
-  std::optional<int> port;
-  bool awaiting_input = false;
 };
 
 // What the output of a response shows: the new raw bytes (decoded), or the terminal's
@@ -137,12 +131,6 @@ struct ReadParams {
 struct ListParams {
   bool all = false;
   bool include_exited = true;
-};
-
-struct AwaitingInput {
-  std::string kind;      // password | line | raw | pipe
-  std::string evidence;  // kernel | hint
-  std::string prompt;    // the last output line, <= 120 chars
 };
 
 // One response of exec_command / write_stdin / kill_session / read_output: the text
@@ -286,9 +274,7 @@ class ExecService {
   Response build_response(AgentSession& a, Call& c);
   base::Result<std::pair<std::string, ScreenInfo>> screen_view(session::Session& s, std::size_t budget);
   static std::string screen_line(const ScreenInfo& info);
-  std::optional<AwaitingInput> detect_awaiting(AgentSession& a, bool require_quiet);
-  bool check_until(Call& c, AgentSession& a, Clock::time_point now, Clock::time_point* next);
-  bool scan_regex(Call& c, AgentSession& a);
+  std::optional<AwaitingInput> probe_awaiting(AgentSession& a);
   void stream_deltas(Call& c, AgentSession& a);
 
   base::Result<long> start_session(const ExecParams& p, Call* c);
