@@ -7,13 +7,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
-#include <random>
 
 #include "agent/agent_env.h"
 #include "agent/client_regex.h"
 #include "agent/deltas.h"
 #include "agent/keys.h"
+#include "agent/time_text.h"
+#include "agent/tool_args.h"
 #include "base/log.h"
 #include "pty/tty_state.h"
 #include "session/utf8_cut.h"
@@ -29,28 +29,6 @@ using WallClock = std::chrono::system_clock;
 namespace {
 
 enum CallKind { kExec = 0, kWrite = 1, kKill = 2 };
-
-constexpr long kIdMin = 1000, kIdMax = 100000;
-
-Error tool_error(std::string text) { return Error{Errc::kInvalidArgument, 0, std::move(text)}; }
-
-long clamp(long v, long lo, long hi) { return std::max(lo, std::min(hi, v)); }
-
-std::string clock_text(WallClock::time_point t) {
-  std::time_t tt = WallClock::to_time_t(t);
-  std::tm tm{};
-  ::localtime_r(&tt, &tm);
-  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
-std::string age_text(Clock::duration d) {
-  auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
-  if (s < 60) return fmt::format("{}s", s);
-  if (s < 3600) return fmt::format("{}m{}s", s / 60, s % 60);
-  return fmt::format("{}h{}m", s / 3600, (s % 3600) / 60);
-}
-
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 // `Lingering processes: 2 killed (sleep pid 4242, tee pid 4243)` (docs/agent.md §2.6).
 std::string lingering_line(const std::vector<session::LingeringProcess>& l) {
@@ -74,43 +52,6 @@ void report_lingering(const session::Session& s, Response& r, std::vector<std::s
 }
 
 }  // namespace
-
-struct ExecService::Tombstone {
-  long id = 0;
-  std::optional<std::string> name;
-  std::string cmd, cwd;
-  std::string reason;  // exited | killed | pruned | denied
-  std::optional<pty::ExitStatus> status;
-  std::optional<std::string> killed_by;
-  std::optional<std::string> denial;
-  WallClock::time_point ended_wall;
-  Clock::time_point ended;
-  std::string last_output;
-};
-
-struct ExecService::AgentSession {
-  explicit AgentSession(loop::Loop& l) : grace(l) {}
-  long id = 0;
-  session::Session* s = nullptr;
-  std::string cmd, cwd;
-  bool tty = false;
-  std::optional<std::string> name;
-  Clock::time_point created, last_used;
-  InputWatch input{Clock::now()};  // output and input times, the prompt reported
-  Offset reader = 0;
-  bool app_cursor = false;  // DECCKM: the program asked for application cursor keys
-  std::string mode_carry;   // the tail of the last scan, for a sequence split across chunks
-  bool counted = false;
-  bool ended = false;
-  std::optional<std::string> end_reason, killed_by;
-  Clock::time_point ended_at;
-  WallClock::time_point ended_wall;
-  std::deque<CallId> queue;
-  std::unique_ptr<session::Subscription> sub;
-  loop::Timer grace;
-  CallId origin = 0;        // the exec_command that started it
-  bool end_logged = false;  // its end event is in the log
-};
 
 struct ExecService::Call {
   explicit Call(loop::Loop& l) : timer(l) {}
@@ -143,106 +84,36 @@ ExecService::ExecService(session::ProcessManager& pm, std::vector<std::string> b
       cfg_(pm.config().agent),
       base_env_(std::move(base_env)),
       default_cwd_(std::move(default_cwd)),
-      issued_(static_cast<std::size_t>(kIdMax), false),
-      sweep_(pm.loop()),
-      shutdown_timer_(pm.loop()) {}
+      registry_(pm, cfg_),
+      shutdown_timer_(pm.loop()) {
+  registry_.has_calls = [this](long id) {
+    auto q = queues_.find(id);
+    return q != queues_.end() && !q->second.empty();
+  };
+  registry_.on_counted = [this](AgentSession& a, std::vector<std::string> warnings) {
+    auto q = queues_.find(a.id);
+    if (q == queues_.end() || q->second.empty()) return;
+    if (auto it = calls_.find(q->second.front()); it != calls_.end())
+      for (auto& w : warnings) it->second->warnings.push_back(std::move(w));
+  };
+  registry_.before_forget = [this](long id) {
+    // Drop any call still pointing at it.
+    std::vector<CallId> stale;
+    for (auto& [cid, c] : calls_)
+      if (c->sid == id) stale.push_back(cid);
+    for (CallId cid : stale) cancel(cid);
+    queues_.erase(id);
+    if (on_forget) on_forget(id);
+  };
+}
 
 ExecService::~ExecService() {
   calls_.clear();
-  for (auto& [id, a] : sessions_) {
-    a->sub.reset();
-    if (on_forget) on_forget(id);
-    pm_.remove(std::to_string(id));
-  }
-  sessions_.clear();
+  queues_.clear();
+  registry_.forget_all();  // while on_forget is still whole
 }
 
-std::size_t ExecService::live_sessions() const noexcept {
-  std::size_t n = 0;
-  for (const auto& [id, a] : sessions_)
-    if (a->counted && !a->ended) ++n;
-  return n;
-}
-
-ExecService::AgentSession* ExecService::live(long id) {
-  auto it = sessions_.find(id);
-  return it == sessions_.end() ? nullptr : it->second.get();
-}
-
-bool ExecService::issued(long id) const {
-  return id >= kIdMin && id < kIdMax && issued_[static_cast<std::size_t>(id)];
-}
-
-long ExecService::allocate_id() {
-  auto usable = [&](long id) { return !sessions_.count(id) && !tombstones_.count(id); };
-  if (cfg_.deterministic_ids) {
-    while (!usable(next_deterministic_id_) && next_deterministic_id_ < kIdMax) ++next_deterministic_id_;
-    long id = next_deterministic_id_++;
-    issued_[static_cast<std::size_t>(id)] = true;
-    return id;
-  }
-  static thread_local std::mt19937 rng{std::random_device{}()};
-  std::uniform_int_distribution<long> dist(kIdMin, kIdMax - 1);
-  long id = dist(rng);
-  // Prefer ids never issued, so "never started" stays distinguishable from "expired".
-  for (int i = 0; i < 64 && (issued(id) || !usable(id)); ++i) id = dist(rng);
-  while (!usable(id)) id = dist(rng);
-  issued_[static_cast<std::size_t>(id)] = true;
-  return id;
-}
-
-std::string ExecService::tombstone_text(long id) const {
-  // The parenthesised reason, and for killed/pruned/denied the last output after it.
-  auto describe = [&](const std::string& reason, const std::optional<pty::ExitStatus>& st,
-                      const std::optional<std::string>& killed_by, const std::optional<std::string>& denial,
-                      WallClock::time_point wall, Clock::time_point ended, const std::string& tail) {
-    std::string at = clock_text(wall), ago = age_text(Clock::now() - ended);
-    std::string text;
-    if (reason == "exited")
-      return fmt::format("Unknown process id {} (exited with code {} at {}, {} ago; its output was already returned "
-                         "(still readable with read_output while it lingers))",
-                         id, st ? st->shell_code() : 0, at, ago);
-    if (reason == "killed") {
-      text = fmt::format("killed by {} with {} at {}, {} ago", killed_by.value_or("a signal not sent by uexec"),
-                         st && st->signal ? pty::signal_name(st->signal) : std::string("SIGTERM"), at, ago);
-    } else if (reason == "pruned") {
-      text = fmt::format("closed at {}, {} ago, to stay within 64 open sessions", at, ago);
-    } else {
-      text = fmt::format("denied by the sandbox ({}) at {}, {} ago", denial.value_or("unknown"), at, ago);
-    }
-    std::string last = tail.size() > 1000 ? tail.substr(tail.size() - 1000) : tail;  // <= 250 tokens
-    return fmt::format("Unknown process id {} ({})\nLast output:\n{}", id, text, session::lossy_decode(last));
-  };
-  if (auto it = sessions_.find(id); it != sessions_.end() && it->second->ended) {
-    const auto& a = *it->second;
-    const auto& v = a.s->verdict();
-    const auto& ring = a.s->output();
-    Offset from = ring.total() > 1024 ? ring.total() - 1024 : 0;
-    return describe(*a.end_reason, v ? std::optional(v->status) : std::nullopt, a.killed_by,
-                    v && v->denial ? std::optional(v->denial->describe()) : std::nullopt, a.ended_wall, a.ended_at,
-                    ring.read_from(from, 1024).text());
-  }
-  if (auto t = tombstones_.find(id); t != tombstones_.end()) {
-    const auto& ts = t->second;
-    return describe(ts.reason, ts.status, ts.killed_by, ts.denial, ts.ended_wall, ts.ended, ts.last_output);
-  }
-  if (issued(id)) return fmt::format("Unknown process id {} (the session ended earlier and its record is no longer kept)", id);
-  return fmt::format("Unknown process id {} (no session with this id was started by this manager)", id);
-}
-
-Result<ExecService::AgentSession*> ExecService::find_target(const std::optional<long>& id,
-                                                            const std::optional<std::string>& name, const char* tool,
-                                                            bool allow_ended) {
-  if (name && !id) {
-    for (auto& [sid, a] : sessions_)
-      if (!a->ended && a->name == *name) return a.get();
-    return tool_error(fmt::format("{} failed: no live session named {}", tool, *name));
-  }
-  if (!id) return tool_error(fmt::format("{} failed: session_id or name is required", tool));
-  auto* a = live(*id);
-  if (a && (!a->ended || allow_ended)) return a;
-  return Error{Errc::kNotFound, 0, fmt::format("{} failed: {}", tool, tombstone_text(*id))};
-}
+std::size_t ExecService::live_sessions() const noexcept { return registry_.live_count(); }
 
 // ---- calls -------------------------------------------------------------------------------------
 
@@ -259,13 +130,13 @@ ExecService::Call* ExecService::new_call(int kind, long sid, Reply done) {
 }
 
 void ExecService::enqueue(Call* c) {
-  auto* a = live(c->sid);
-  a->queue.push_back(c->id);
-  if (a->queue.size() == 1) begin(c);
+  auto& q = queues_[c->sid];
+  q.push_back(c->id);
+  if (q.size() == 1) begin(c);
 }
 
 void ExecService::begin(Call* c) {
-  auto* a = live(c->sid);
+  auto* a = registry_.find(c->sid);
   c->started = true;
   a->last_used = Clock::now();
   if (c->on_begin) {
@@ -282,7 +153,7 @@ void ExecService::begin(Call* c) {
 // Streams what arrived since the last piece; at `closed`, the held tail too.
 void ExecService::stream_deltas(Call& c, AgentSession& a) {
   if (!c.deltas || c.deltas->exhausted()) return;
-  const auto& ring = a.s->output();
+  const auto& ring = a.session->output();
   while (c.delta_cursor < ring.total()) {
     auto r = ring.read_from(c.delta_cursor, 64 * 1024);
     for (const auto& piece : r.pieces)
@@ -290,7 +161,7 @@ void ExecService::stream_deltas(Call& c, AgentSession& a) {
     if (r.next == c.delta_cursor) break;
     c.delta_cursor = r.next;
   }
-  if (a.s->finished()) c.deltas->close(c.on_delta);
+  if (a.session->finished()) c.deltas->close(c.on_delta);
 }
 
 void ExecService::fail(Call* c, Error e) {
@@ -303,18 +174,19 @@ void ExecService::fail(Call* c, Error e) {
 long ExecService::remove_call(Call* c) {
   CallId id = c->id;
   long sid = c->sid;
-  if (auto* a = live(sid)) {
-    auto it = std::find(a->queue.begin(), a->queue.end(), id);
-    if (it != a->queue.end()) a->queue.erase(it);
+  if (auto q = queues_.find(sid); q != queues_.end()) {
+    auto it = std::find(q->second.begin(), q->second.end(), id);
+    if (it != q->second.end()) q->second.erase(it);
+    if (q->second.empty()) queues_.erase(q);
   }
   calls_.erase(id);  // destroys c (and its timer)
   return sid;
 }
 
 void ExecService::start_next(long sid) {
-  auto* a = live(sid);
-  if (!a || a->queue.empty()) return;
-  auto next = calls_.find(a->queue.front());
+  auto q = queues_.find(sid);
+  if (!registry_.find(sid) || q == queues_.end() || q->second.empty()) return;
+  auto next = calls_.find(q->second.front());
   if (next != calls_.end() && !next->second->started) begin(next->second.get());
 }
 
@@ -325,31 +197,6 @@ void ExecService::cancel(CallId id) {
   start_next(remove_call(it->second.get()));
 }
 
-// Follows DECCKM (ESC [ ? 1 h / l) in new output, so arrow keys are sent the way the
-// program asked for them (SS3 in application mode). The screen model will do this for all
-// modes; until then this one matters for agents driving full-screen programs.
-void ExecService::track_cursor_mode(AgentSession& a, session::Offset from) {
-  // Scans the ring's bytes in place; only a sequence split across chunks is stitched from
-  // the 4-byte carry (an ESC [ ? 1 h/l is 5 bytes), so this adds no copy of the output.
-  auto scan = [&a](std::string_view t) {
-    for (std::size_t pos = t.find("\x1b[?1"); pos != std::string_view::npos; pos = t.find("\x1b[?1", pos + 1)) {
-      if (pos + 4 >= t.size()) break;
-      if (t[pos + 4] == 'h') a.app_cursor = true;
-      else if (t[pos + 4] == 'l') a.app_cursor = false;
-    }
-    if (t.find("\x1b" "c") != std::string_view::npos) a.app_cursor = false;  // RIS resets it
-  };
-  auto r = a.s->output().read_from(from, SIZE_MAX);
-  for (const auto& piece : r.pieces) {
-    std::string_view v(reinterpret_cast<const char*>(piece.bytes.data()), piece.bytes.size());
-    std::string edge = a.mode_carry + std::string(v.substr(0, 4));
-    scan(edge);
-    scan(v);
-    std::string tail = v.size() >= 4 ? std::string(v.substr(v.size() - 4)) : a.mode_carry + std::string(v);
-    a.mode_carry = tail.size() > 4 ? tail.substr(tail.size() - 4) : tail;
-  }
-}
-
 void ExecService::log_event(SessionEvent e) {
   if (events_.size() == 1024) events_.pop_front();
   events_.push_back(std::move(e));
@@ -358,13 +205,14 @@ void ExecService::log_event(SessionEvent e) {
 
 void ExecService::on_activity(AgentSession& a) {
   std::uint64_t before = 0;
-  if (a.input.saw_output(a.s->output().total(), Clock::now(), &before) && a.tty) track_cursor_mode(a, before);
-  if (const auto& v = a.s->verdict()) {
+  if (a.input.saw_output(a.session->output().total(), Clock::now(), &before) && a.session->tty())
+    a.cursor_keys.scan(a.session->output(), before);
+  if (const auto& v = a.session->verdict()) {
     // The session's own timeouts (timeout_ms, idle_timeout_ms) say who ended it.
-    if (!a.killed_by && a.s->ended_by()) a.killed_by = a.s->ended_by()->message;
+    if (!a.killed_by && a.session->ended_by()) a.killed_by = a.session->ended_by()->message;
     if (!a.end_logged) {
       a.end_logged = true;
-      SessionEvent e{SessionEvent::Kind::kEnd, a.id, a.origin, a.cmd, v->status.shell_code(), {}, {}};
+      SessionEvent e{SessionEvent::Kind::kEnd, a.id, a.origin, a.cmd(), v->status.shell_code(), {}, {}};
       if (v->status.signal) {
         e.signal = pty::signal_name(v->status.signal);
         e.killed_by = a.killed_by.value_or("a signal not sent by uexec");
@@ -381,16 +229,16 @@ void ExecService::on_activity(AgentSession& a) {
 }
 
 std::optional<AwaitingInput> ExecService::probe_awaiting(AgentSession& a) {
-  return a.input.probe(*a.s, Clock::now(), cfg_.input_quiet);
+  return a.input.probe(*a.session, Clock::now(), cfg_.input_quiet);
 }
 
 void ExecService::evaluate(Call* c) {
   if (!c->started) return;
-  auto* a = live(c->sid);
+  auto* a = registry_.find(c->sid);
   if (!a) return fail(c, tool_error("the session is gone"));
   auto now = Clock::now();
   stream_deltas(*c, *a);
-  auto step = c->wait.evaluate(*a->s, a->input, {cfg_.input_quiet, cfg_.port_probe, cfg_.post_exit_close_cap}, now);
+  auto step = c->wait.evaluate(*a->session, a->input, {cfg_.input_quiet, cfg_.port_probe, cfg_.post_exit_close_cap}, now);
   if (step.done) return finish(c);
   auto delay = std::chrono::duration_cast<milliseconds>(step.wake_at - now) + milliseconds{1};
   CallId id = c->id;
@@ -425,7 +273,7 @@ std::string ExecService::screen_line(const ScreenInfo& i) {
 }
 
 Response ExecService::build_response(AgentSession& a, Call& c) {
-  auto* s = a.s;
+  auto* s = a.session;
   auto now = Clock::now();
   bool closed = s->finished();
   Collected col = collect(s->output(), a.reader, !closed);
@@ -451,7 +299,7 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
   r.output = body.text;
   r.original_token_count = body.original_tokens;
   r.session = a.id;
-  r.name = a.name;
+  r.name = a.name();
   r.range_offset = col.start;
   r.range_length = col.end - col.start;
   r.omitted = body.omitted;
@@ -486,10 +334,7 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
     }
     if (v->denial) r.sandbox_denied = v->denial;
     report_lingering(*s, r, extra);
-    if (!a.ended) {
-      std::string reason = v->denial ? "denied" : (a.killed_by ? "killed" : "exited");
-      mark_ended(a, reason);
-    }
+    if (!a.ended) registry_.mark_ended(a, SessionRegistry::end_reason_of(a));
   } else {
     r.session_id = a.id;
     r.state = "running";
@@ -532,13 +377,13 @@ Response ExecService::build_response(AgentSession& a, Call& c) {
 }
 
 void ExecService::finish(Call* c) {
-  auto* a = live(c->sid);
+  auto* a = registry_.find(c->sid);
   Response r = build_response(*a, *c);
   if (c->attempt_done) {
     // Orchestrated: the call leaves the session's queue and waits for the orchestrator,
     // which may start a retry (RunAttempt) or give its result (run_orchestrated).
     policy::AttemptOutcome o;
-    if (const auto& v = a->s->verdict()) {
+    if (const auto& v = a->session->verdict()) {
       o.exit_code = v->status.shell_code();
       if (v->denial) {
         o.kind = policy::AttemptOutcome::Kind::kDenied;
@@ -551,8 +396,10 @@ void ExecService::finish(Call* c) {
     c->started = false;
     c->timer.stop();
     long sid = c->sid;
-    auto& q = a->queue;
-    q.erase(std::remove(q.begin(), q.end(), c->id), q.end());
+    if (auto q = queues_.find(sid); q != queues_.end()) {
+      q->second.erase(std::remove(q->second.begin(), q->second.end(), c->id), q->second.end());
+      if (q->second.empty()) queues_.erase(q);
+    }
     start_next(sid);
     report(o);
     return;
@@ -566,8 +413,8 @@ void ExecService::finish(Call* c) {
 // ---- sessions ----------------------------------------------------------------------------------
 
 Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
-  long id = allocate_id();
-  auto release = [&] { issued_[static_cast<std::size_t>(id)] = false; };
+  long id = registry_.allocate_id();
+  auto release = [&] { registry_.release_id(id); };
   std::vector<std::string> env = build_agent_env(base_env_, EnvPolicy{}, id);
   auto shell = resolve_shell(p.shell, env);
   if (!shell) {
@@ -580,8 +427,8 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
   req.env = std::move(env);
   req.tty = p.tty;
   req.stdin_pipe = p.pipe_stdin && !p.tty;
-  req.size = {static_cast<unsigned short>(clamp(p.rows.value_or(24), 2, 1000)),
-              static_cast<unsigned short>(clamp(p.cols.value_or(80), 2, 1000))};
+  req.size = {static_cast<unsigned short>(clamp_arg(p.rows.value_or(24), 2, 1000)),
+              static_cast<unsigned short>(clamp_arg(p.cols.value_or(80), 2, 1000))};
   std::string cwd = default_cwd_;
   if (p.workdir && !p.workdir->empty()) cwd = (*p.workdir)[0] == '/' ? *p.workdir : default_cwd_ + "/" + *p.workdir;
   req.cwd = cwd;
@@ -614,119 +461,12 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
     return Error{Errc::kExecFailed, e.sys_errno,
                  fmt::format("exec_command failed for `{}`: Failed to create process: {}", p.cmd, why)};
   }
-  auto a = std::make_unique<AgentSession>(loop_);
-  AgentSession* raw = a.get();
-  raw->id = id;
-  raw->s = pm_.find(*started);
-  raw->cmd = p.cmd;
-  raw->cwd = cwd;
-  raw->tty = p.tty;
-  raw->name = p.name;
-  raw->created = raw->last_used = Clock::now();
-  raw->sub = raw->s->output().subscribe([this, raw] { on_activity(*raw); });
-  raw->origin = c ? c->id : 0;
-  sessions_.emplace(id, std::move(a));
-  log_event({SessionEvent::Kind::kStart, id, raw->origin, raw->cmd, {}, {}, {}});
-  raw->grace.start(cfg_.early_exit_grace, [this, id] {
-    if (auto* x = live(id); x && !x->s->verdict() && !x->ended) register_session(*x);
-  });
+  session::Session* s = pm_.find(*started);
+  if (p.name) s->set_name(*p.name);
+  AgentSession& a = registry_.add(id, *s, c ? c->id : 0);
+  a.sub = s->output().subscribe([this, raw = &a] { on_activity(*raw); });
+  log_event({SessionEvent::Kind::kStart, id, a.origin, a.cmd(), {}, {}, {}});
   return id;
-}
-
-void ExecService::register_session(AgentSession& a) {
-  std::vector<std::string> warnings;
-  if (live_sessions() >= cfg_.max_sessions) prune_one(warnings);
-  a.counted = true;
-  std::size_t n = live_sessions();
-  if (n >= cfg_.warn_sessions)
-    warnings.push_back(fmt::format(
-        "Warning: {} of {} sessions are open for this client. At {} the least recently used one is closed (exited ones "
-        "first; the {} most recently used are kept). Reuse sessions or close them with kill_session.",
-        n, cfg_.max_sessions, cfg_.max_sessions, cfg_.protected_recent));
-  if (!a.queue.empty())
-    if (auto it = calls_.find(a.queue.front()); it != calls_.end())
-      for (auto& w : warnings) it->second->warnings.push_back(w);
-}
-
-void ExecService::prune_one(std::vector<std::string>& warnings) {
-  std::vector<AgentSession*> live_list;
-  for (auto& [id, a] : sessions_)
-    if (a->counted && !a->ended) live_list.push_back(a.get());
-  std::sort(live_list.begin(), live_list.end(), [](auto* x, auto* y) { return x->last_used > y->last_used; });
-  if (live_list.size() <= cfg_.protected_recent) return;
-  AgentSession* victim = nullptr;
-  for (std::size_t i = live_list.size(); i-- > cfg_.protected_recent;) {  // least recently used first
-    if (live_list[i]->s->exited()) {
-      victim = live_list[i];
-      break;
-    }
-  }
-  if (!victim) victim = live_list.back();
-  warnings.push_back(fmt::format("Warning: session {} (`{}`) was closed to stay within {} open sessions.", victim->id,
-                                 victim->cmd, cfg_.max_sessions));
-  victim->killed_by = "pruning";
-  mark_ended(*victim, "pruned");
-  victim->s->terminate();
-}
-
-void ExecService::mark_ended(AgentSession& a, const std::string& reason) {
-  if (a.ended) return;
-  a.ended = true;
-  a.end_reason = reason;
-  a.ended_at = Clock::now();
-  a.ended_wall = WallClock::now();
-  if (!sweep_.active())
-    sweep_.start(std::min(cfg_.ended_linger, milliseconds{30000}), [this] { sweep_ended(); },
-                 std::min(cfg_.ended_linger, milliseconds{30000}));
-}
-
-void ExecService::sweep_ended() {
-  auto now = Clock::now();
-  std::vector<long> expired;
-  bool any_ended = false;
-  for (auto& [id, a] : sessions_) {
-    if (!a->ended) continue;
-    any_ended = true;
-    if (now - a->ended_at >= cfg_.ended_linger && a->queue.empty()) expired.push_back(id);
-  }
-  for (long id : expired) to_tombstone(id);
-  if (!any_ended) sweep_.stop();
-}
-
-void ExecService::to_tombstone(long id) {
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) return;
-  auto& a = *it->second;
-  Tombstone t;
-  t.id = id;
-  t.name = a.name;
-  t.cmd = a.cmd;
-  t.cwd = a.cwd;
-  t.reason = a.end_reason.value_or("exited");
-  if (const auto& v = a.s->verdict()) {
-    t.status = v->status;
-    if (v->denial) t.denial = v->denial->describe();
-  }
-  t.killed_by = a.killed_by;
-  t.ended_wall = a.ended_wall;
-  t.ended = a.ended_at;
-  const auto& ring = a.s->output();
-  t.last_output = ring.read_from(ring.total() > 1024 ? ring.total() - 1024 : 0, 1024).text();
-  // Drop any call still pointing at it.
-  std::vector<CallId> stale;
-  for (auto& [cid, c] : calls_)
-    if (c->sid == id) stale.push_back(cid);
-  for (CallId cid : stale) cancel(cid);
-  a.sub.reset();
-  if (on_forget) on_forget(id);
-  pm_.remove(std::to_string(id));
-  sessions_.erase(it);
-  tombstones_[id] = std::move(t);
-  tombstone_order_.push_back(id);
-  while (tombstone_order_.size() > cfg_.tombstones_max) {
-    tombstones_.erase(tombstone_order_.front());
-    tombstone_order_.pop_front();
-  }
 }
 
 // ---- the tools ---------------------------------------------------------------------------------
@@ -736,7 +476,7 @@ namespace {
 template <class CallT, class SessionT>
 std::function<Result<void>(CallT&, SessionT&)> make_wait_from_turn(long yield) {
   return [yield](CallT& call, SessionT& a) -> Result<void> {
-    call.wait.start(*a.s, Clock::now(), milliseconds{0}, milliseconds{yield});
+    call.wait.start(*a.session, Clock::now(), milliseconds{0}, milliseconds{yield});
     return {};
   };
 }
@@ -767,17 +507,17 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
     return reject(fmt::format("workdir {} is not an existing directory", cwd));
 
   long requested = p.yield_time_ms.value_or(cfg_.exec_yield_default.count());
-  long yield = clamp(requested, cfg_.yield_min.count(), cfg_.yield_max.count());
-  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
+  long yield = clamp_arg(requested, cfg_.yield_min.count(), cfg_.yield_max.count());
+  long tokens = clamp_arg(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
   Until until = p.until.value_or(Until{});
   if (!p.until) until.awaiting_input = true;
 
   // Named sessions: the same name and command again is the running one.
   std::optional<std::string> reuse_line;
   if (p.name) {
-    for (auto& [id, a] : sessions_) {
-      if (a->ended || a->name != *p.name) continue;
-      if (a->cmd == p.cmd && a->cwd == cwd && a->tty == p.tty) {
+    if (AgentSession* a = registry_.find_named(*p.name)) {
+      const long id = a->id;
+      if (a->cmd() == p.cmd && a->session->cwd() == cwd && a->session->tty() == p.tty) {
         Call* c = new_call(kWrite, id, std::move(done));
         c->on_delta = std::move(p.on_delta);
         c->wait = UntilWait(until);
@@ -792,12 +532,11 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
       if (!p.replace)
         return reject(fmt::format(
             "session name {} is used by session {} running `{}`; pass replace=true to restart it or choose another name",
-            *p.name, id, a->cmd));
+            *p.name, id, a->cmd()));
       a->killed_by = "exec_command replace";
-      a->name.reset();
-      mark_ended(*a, "killed");
-      a->s->terminate();
-      break;
+      a->session->set_name("");
+      registry_.mark_ended(*a, "killed");
+      a->session->terminate();
     }
   }
 
@@ -890,7 +629,7 @@ void ExecService::run_orchestrated(Call* c, ExecParams p, const std::string& cwd
 }
 
 CallId ExecService::write_stdin(WriteParams p, Reply done) {
-  auto target = find_target(p.session_id, p.name, "write_stdin", false);
+  auto target = registry_.find_target(p.session_id, p.name, "write_stdin", false);
   if (!target) {
     done(std::move(target).error());
     return 0;
@@ -908,19 +647,19 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
     }
     keys.push_back(canon);
   }
-  if (!a->tty && std::find(keys.begin(), keys.end(), "ctrl-z") != keys.end()) {
+  if (!a->session->tty() && std::find(keys.begin(), keys.end(), "ctrl-z") != keys.end()) {
     done(tool_error("write_stdin failed: ctrl-z needs a tty session"));
     return 0;
   }
-  if (p.view == View::kScreen && !a->tty) {
+  if (p.view == View::kScreen && !a->session->tty()) {
     done(tool_error("write_stdin failed: view \"screen\" needs a tty session (a pipe has no screen)"));
     return 0;
   }
   bool empty = p.chars.empty() && keys.empty() && !p.close_stdin;
   long requested = p.yield_time_ms.value_or(cfg_.write_yield_default.count());
-  long yield = empty ? clamp(requested, cfg_.poll_min.count(), std::max(cfg_.poll_max.count(), cfg_.poll_min.count()))
-                     : clamp(requested, cfg_.yield_min.count(), cfg_.yield_max.count());
-  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
+  long yield = empty ? clamp_arg(requested, cfg_.poll_min.count(), std::max(cfg_.poll_max.count(), cfg_.poll_min.count()))
+                     : clamp_arg(requested, cfg_.yield_min.count(), cfg_.yield_max.count());
+  long tokens = clamp_arg(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
   Until until = p.until.value_or(Until{});
   if (!p.until) until.awaiting_input = true;
 
@@ -932,13 +671,14 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
   c->yield_capped = !empty && requested > cfg_.yield_max.count();
   c->view = p.view;
   auto settle = cfg_.post_write_settle;
-  c->on_begin = [this, p = std::move(p), keys = std::move(keys), yield, empty, settle](Call& call,
-                                                                                      AgentSession& s) -> Result<void> {
-    auto* proc = s.s->process();
+  c->on_begin = [p = std::move(p), keys = std::move(keys), yield, empty, settle](Call& call,
+                                                                                 AgentSession& view) -> Result<void> {
+    session::Session& s = *view.session;
+    auto* proc = s.process();
     if (!empty) {
-      if (s.s->verdict() || s.s->finished()) {
+      if (s.verdict() || s.finished()) {
         call.input_delivered = false;
-      } else if (s.tty) {
+      } else if (s.tty()) {
         if (p.secret) {
           auto modes = pty::tty_modes(proc->master_fd());
           if (!modes || modes->echo || !modes->icanon)
@@ -947,9 +687,9 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
                 "raw mode)");
         }
         std::string data = p.chars;
-        for (const auto& k : keys) data += *key_bytes(k, true, s.app_cursor);
+        for (const auto& k : keys) data += *key_bytes(k, true, view.cursor_keys.application());
         if (p.close_stdin) data += "\x04";
-        if (auto r = s.s->write(data); !r) {
+        if (auto r = s.write(data); !r) {
           if (r.error().code == Errc::kLimit)
             return tool_error("write_stdin failed: failed to write to stdin: stdin queue full: the process is not reading");
           call.input_delivered = false;
@@ -961,11 +701,11 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
         bool ctrl_bs = p.chars.empty() && keys == std::vector<std::string>{"ctrl-\\"};
         (void)only;
         if (ctrl_c) {
-          (void)s.s->signal(SIGINT, pty::SignalTarget::kGroup);
+          (void)s.signal(SIGINT, pty::SignalTarget::kGroup);
         } else if (ctrl_bs) {
-          (void)s.s->signal(SIGQUIT, pty::SignalTarget::kGroup);
+          (void)s.signal(SIGQUIT, pty::SignalTarget::kGroup);
         } else if (ctrl_d || (p.close_stdin && p.chars.empty() && keys.empty())) {
-          if (proc->stdin_pipe_fd() >= 0) (void)s.s->close_stdin();
+          if (proc->stdin_pipe_fd() >= 0) (void)s.close_stdin();
         } else {
           if (proc->stdin_pipe_fd() < 0)
             return tool_error(
@@ -976,18 +716,18 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
           }
           std::string data = p.chars;
           for (const auto& k : keys) data += *key_bytes(k, false, false);
-          if (auto r = s.s->write(data); !r) {
+          if (auto r = s.write(data); !r) {
             if (r.error().code == Errc::kLimit)
               return tool_error(
                   "write_stdin failed: failed to write to stdin: stdin queue full: the process is not reading");
             return tool_error("write_stdin failed: failed to write to stdin: " + r.error().message());
           }
-          if (p.close_stdin) (void)s.s->close_stdin();
+          if (p.close_stdin) (void)s.close_stdin();
         }
       }
-      s.input.saw_input(Clock::now());
+      view.input.saw_input(Clock::now());
     }
-    call.wait.start(*s.s, Clock::now(), empty ? milliseconds{0} : settle, milliseconds{yield});
+    call.wait.start(s, Clock::now(), empty ? milliseconds{0} : settle, milliseconds{yield});
     return {};
   };
   CallId cid = c->id;
@@ -996,17 +736,17 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
 }
 
 CallId ExecService::kill_session(KillParams p, Reply done) {
-  auto target = find_target(p.session_id, p.name, "kill_session", true);
+  auto target = registry_.find_target(p.session_id, p.name, "kill_session", true);
   if (!target) {
     // An id that ended and was collapsed into a tombstone still succeeds (idempotent).
-    if (p.session_id && tombstones_.count(*p.session_id)) {
-      const auto& t = tombstones_.at(*p.session_id);
+    if (auto t = p.session_id ? registry_.tombstone(*p.session_id) : std::nullopt) {
+      const long id = *p.session_id;
       Response r;
       r.chunk_id = new_chunk_id();
-      r.session = t.id;
+      r.session = id;
       r.state = "exited";
-      if (t.status) r.exit_code = t.status->shell_code();
-      Envelope env{r.chunk_id, 0, r.exit_code.value_or(0), t.id, {tombstone_text(t.id)}, 0, ""};
+      if (t->ending.status) r.exit_code = t->ending.status->shell_code();
+      Envelope env{r.chunk_id, 0, r.exit_code.value_or(0), id, {registry_.unknown_id_text(id)}, 0, ""};
       r.text = render_envelope(env);
       done(std::move(r));
       return 0;
@@ -1022,20 +762,21 @@ CallId ExecService::kill_session(KillParams p, Reply done) {
     done(tool_error("kill_session failed: signal must be one of interrupt, terminate, kill, hangup, quit"));
     return 0;
   }
-  long grace = clamp(p.grace_ms, 0, 30000);
-  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
-  if (!a->s->finished()) {
+  long grace = clamp_arg(p.grace_ms, 0, 30000);
+  long tokens = clamp_arg(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
+  if (!a->session->finished()) {
     a->killed_by = "kill_session";
     if (sig->second == SIGTERM) {
-      a->s->terminate(milliseconds{grace});
+      a->session->terminate(milliseconds{grace});
     } else {
-      (void)a->s->signal(sig->second, a->tty ? pty::SignalTarget::kForeground : pty::SignalTarget::kGroup);
+      (void)a->session->signal(sig->second,
+                               a->session->tty() ? pty::SignalTarget::kForeground : pty::SignalTarget::kGroup);
     }
   }
   Call* c = new_call(kKill, a->id, std::move(done));
   c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
   // terminate escalates to SIGKILL at `grace`; allow the kill and the reap to land.
-  c->wait.start(*a->s, Clock::now(), milliseconds{0},
+  c->wait.start(*a->session, Clock::now(), milliseconds{0},
                 milliseconds{grace} + (sig->second == SIGTERM ? milliseconds{500} : milliseconds{0}));
   c->started = true;
   CallId cid = c->id;
@@ -1044,24 +785,24 @@ CallId ExecService::kill_session(KillParams p, Reply done) {
 }
 
 Result<Response> ExecService::read_output(const ReadParams& p) {
-  auto target = find_target(p.session_id, p.name, "read_output", true);
+  auto target = registry_.find_target(p.session_id, p.name, "read_output", true);
   if (!target) return std::move(target).error();
   AgentSession* a = *target;
-  const auto& ring = a->s->output();
+  const auto& ring = a->session->output();
   auto t0 = Clock::now();
-  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
+  long tokens = clamp_arg(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
   std::size_t budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
   Offset first = ring.head_end() < ring.tail_start() && ring.head_end() == 0 ? ring.tail_start() : 0;
   Response r;
   r.session = a->id;
-  r.name = a->name;
+  r.name = a->name();
   std::string body;
   Offset range_from = 0, range_to = 0;
   if (p.view == View::kScreen) {
     if (p.grep || p.offset || p.length || p.tail_lines)
       return tool_error("read_output failed: view \"screen\" shows the current screen; it cannot be combined with "
                         "grep, offset, length or tail_lines");
-    auto sc = screen_view(*a->s, budget);
+    auto sc = screen_view(*a->session, budget);
     if (!sc) return tool_error("read_output failed: " + sc.error().context);
     body = std::move(sc->first);
     r.screen = sc->second;
@@ -1101,7 +842,7 @@ Result<Response> ExecService::read_output(const ReadParams& p) {
     } else {
       split(raw, col.start, 1);
     }
-    long ctx = clamp(p.context, 0, 10);
+    long ctx = clamp_arg(p.context, 0, 10);
     long hits = 0;
     std::size_t last_shown = SIZE_MAX;
     for (std::size_t i = 0; i < lines.size() && hits < p.max_matches; ++i) {
@@ -1159,13 +900,13 @@ Result<Response> ExecService::read_output(const ReadParams& p) {
   env.wall_time_seconds = r.wall_time_seconds;
   env.session_id = a->id;
   r.session = a->id;
-  r.output_closed = a->s->output_closed();
+  r.output_closed = a->session->output_closed();
   std::vector<std::string> lingering;
-  if (const auto& v = a->s->verdict()) {
+  if (const auto& v = a->session->verdict()) {
     r.exit_code = v->status.shell_code();
     env.exit_code = r.exit_code;
     r.state = "exited";
-    report_lingering(*a->s, r, lingering);
+    report_lingering(*a->session, r, lingering);
   } else {
     r.session_id = a->id;
     r.state = "running";
@@ -1182,31 +923,32 @@ Result<Response> ExecService::read_output(const ReadParams& p) {
 ListResult ExecService::list_sessions(const ListParams& p) {
   ListResult out;
   auto now = Clock::now();
-  for (auto& [id, a] : sessions_) {
+  for (const auto& [id, a] : registry_.records()) {
     if (a->ended && !p.include_exited) continue;
+    const session::Session& s = *a->session;
     SessionRow row;
     row.id = id;
-    row.name = a->name;
-    row.command = a->cmd.size() > 200 ? a->cmd.substr(0, 200) : a->cmd;
-    row.cwd = a->cwd;
-    row.tty = a->tty;
-    row.age_s = seconds(now - a->created);
+    row.name = a->name();
+    row.command = a->cmd().size() > 200 ? a->cmd().substr(0, 200) : a->cmd();
+    row.cwd = s.cwd();
+    row.tty = s.tty();
+    row.age_s = seconds(now - s.started_at());
     row.idle_s = seconds(now - std::max(a->input.last_output(), a->input.last_input()));
-    const auto& ring = a->s->output();
+    const auto& ring = a->session->output();
     row.unread_bytes = ring.total() - std::min(a->reader, ring.total());
     row.retained_bytes = ring.retained();
     row.omitted_bytes = ring.evicted();
     Offset from = ring.total() > 4096 ? ring.total() - 4096 : 0;
     row.last_line = last_line(ring.read_from(from, 4096).text(), 120);
-    if (const auto& v = a->s->verdict()) {
+    if (const auto& v = a->session->verdict()) {
       row.exit_code = v->status.shell_code();
       if (v->status.signal) row.signal = pty::signal_name(v->status.signal);
     }
     row.killed_by = a->killed_by;
-    row.containment = session::tier_name(a->s->containment_tier());
+    row.containment = session::tier_name(a->session->containment_tier());
     if (a->ended)
-      row.state = "ended:" + a->end_reason.value_or("exited");
-    else if (a->s->verdict())
+      row.state = std::string("ended:") + a->end_reason;
+    else if (a->session->verdict())
       row.state = "exited";
     else if (probe_awaiting(*a))
       row.state = "awaiting_input";
@@ -1216,21 +958,25 @@ ListResult ExecService::list_sessions(const ListParams& p) {
   }
   if (p.include_exited) {
     int shown = 0;
-    for (auto it = tombstone_order_.rbegin(); it != tombstone_order_.rend() && shown < 20; ++it) {
-      const auto& t = tombstones_.at(*it);
-      if (now - t.ended > std::chrono::minutes{10}) break;
+    registry_.tombstones().newest_first([&](const session::Tombstones::Entry& t) {
+      if (shown == 20 || now - t.ending.at > std::chrono::minutes{10}) return false;
+      auto note = [&](SessionRegistry::Note n) {
+        std::string_view v = t.notes[n];
+        return v.empty() ? std::nullopt : std::optional<std::string>(v);
+      };
       SessionRow row;
-      row.id = t.id;
-      row.name = t.name;
-      row.command = t.cmd;
-      row.cwd = t.cwd;
-      row.state = "ended:" + t.reason;
-      if (t.status) row.exit_code = t.status->shell_code();
-      row.killed_by = t.killed_by;
-      row.age_s = seconds(now - t.ended);
+      row.id = static_cast<long>(t.key);
+      row.name = note(SessionRegistry::kName);
+      row.command = t.notes[SessionRegistry::kCommand];
+      row.cwd = t.notes[SessionRegistry::kCwd];
+      row.state = std::string("ended:") + t.ending.reason;
+      if (t.ending.status) row.exit_code = t.ending.status->shell_code();
+      row.killed_by = note(SessionRegistry::kKilledBy);
+      row.age_s = seconds(now - t.ending.at);
       out.rows.push_back(std::move(row));
       ++shown;
-    }
+      return true;
+    });
   }
   out.text = "ID NAME STATE AGE IDLE TTY EXIT COMMAND\n";
   for (const auto& r : out.rows)
@@ -1242,10 +988,10 @@ ListResult ExecService::list_sessions(const ListParams& p) {
 }
 
 void ExecService::shutdown(std::function<void()> done) {
-  for (auto& [id, a] : sessions_) {
-    if (a->s->finished()) continue;
+  for (const auto& [id, a] : registry_.records()) {
+    if (a->session->finished()) continue;
     if (!a->killed_by) a->killed_by = "manager shutdown";
-    a->s->terminate();
+    a->session->terminate();
   }
   shutdown_done_ = std::move(done);
   shutdown_deadline_ = Clock::now() + pm_.config().terminate_grace + milliseconds{500};
@@ -1253,7 +999,8 @@ void ExecService::shutdown(std::function<void()> done) {
 }
 
 void ExecService::check_shutdown() {
-  bool all = std::all_of(sessions_.begin(), sessions_.end(), [](auto& kv) { return kv.second->s->finished(); });
+  const auto& records = registry_.records();
+  bool all = std::all_of(records.begin(), records.end(), [](auto& kv) { return kv.second->session->finished(); });
   if (all || Clock::now() >= shutdown_deadline_) {
     shutdown_timer_.stop();
     auto fn = std::move(shutdown_done_);

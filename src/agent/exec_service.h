@@ -34,6 +34,7 @@
 #include "agent/awaiting_input.h"
 #include "agent/envelope.h"
 #include "agent/probes.h"
+#include "agent/registry.h"
 #include "agent/until.h"
 #include "base/config.h"
 #include "base/result.h"
@@ -197,7 +198,6 @@ struct ListResult {
 };
 
 using Reply = std::function<void(base::Result<Response>)>;
-using CallId = std::uint64_t;
 
 // One entry of the event log: each session has exactly one start and one end, both naming
 // the exec_command call that started it (the end too, even after that call returned).
@@ -255,8 +255,6 @@ class ExecService {
 
  private:
   struct Call;
-  struct AgentSession;
-  struct Tombstone;
 
   std::optional<policy::PermissionProfile> sandbox_profile_;
   policy::Backend sandbox_backend_ = policy::Backend::kAuto;
@@ -279,19 +277,7 @@ class ExecService {
 
   base::Result<long> start_session(const ExecParams& p, Call* c);
   void run_orchestrated(Call* c, ExecParams p, const std::string& cwd);
-  void register_session(AgentSession& a);
-  void prune_one(std::vector<std::string>& warnings);
-  void mark_ended(AgentSession& a, const std::string& reason);
-  void sweep_ended();
-  void to_tombstone(long id);
-  long allocate_id();
-  AgentSession* live(long id);
-  base::Result<AgentSession*> find_target(const std::optional<long>& id, const std::optional<std::string>& name,
-                                          const char* tool, bool allow_ended);
-  std::string tombstone_text(long id) const;
-  bool issued(long id) const;
   void on_activity(AgentSession& a);
-  void track_cursor_mode(AgentSession& a, session::Offset from);
   void log_event(SessionEvent e);
 
   session::ProcessManager& pm_;
@@ -299,14 +285,10 @@ class ExecService {
   base::AgentConfig cfg_;
   std::vector<std::string> base_env_;
   std::string default_cwd_;
-  std::map<long, std::unique_ptr<AgentSession>> sessions_;
-  std::map<long, Tombstone> tombstones_;
-  std::deque<long> tombstone_order_;
-  std::vector<bool> issued_;
-  long next_deterministic_id_ = 1000;
+  SessionRegistry registry_;  // agent sessions by id, their lifecycle and tombstones
+  std::unordered_map<long, std::deque<CallId>> queues_;  // per session id: its calls, FIFO
   std::unordered_map<CallId, std::unique_ptr<Call>> calls_;
   CallId next_call_ = 1;
-  loop::Timer sweep_;
   loop::Timer shutdown_timer_;
   std::function<void()> shutdown_done_;
   Clock::time_point shutdown_deadline_{};
