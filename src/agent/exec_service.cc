@@ -13,6 +13,7 @@
 #include "agent/list_sessions.h"
 #include "agent/read_output.h"
 #include "agent/response_builder.h"
+#include "agent/stdin_input.h"
 #include "agent/tool_args.h"
 #include "pty/tty_state.h"
 
@@ -22,6 +23,16 @@ using base::Errc;
 using base::Error;
 using base::Result;
 using session::Offset;
+
+namespace {
+
+// exec_command's `workdir`: absolute, or relative to the front door's directory (its default).
+std::string resolve_workdir(const std::string& base, const std::optional<std::string>& workdir) {
+  if (!workdir || workdir->empty()) return base;
+  return (*workdir)[0] == '/' ? *workdir : base + "/" + *workdir;
+}
+
+}  // namespace
 
 ExecService::ExecService(session::ProcessManager& pm, std::vector<std::string> base_env, std::string default_cwd)
     : pm_(pm),
@@ -185,8 +196,7 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
   req.stdin_pipe = p.pipe_stdin && !p.tty;
   req.size = {static_cast<unsigned short>(clamp_arg(p.rows.value_or(24), 2, 1000)),
               static_cast<unsigned short>(clamp_arg(p.cols.value_or(80), 2, 1000))};
-  std::string cwd = default_cwd_;
-  if (p.workdir && !p.workdir->empty()) cwd = (*p.workdir)[0] == '/' ? *p.workdir : default_cwd_ + "/" + *p.workdir;
+  std::string cwd = resolve_workdir(default_cwd_, p.workdir);
   req.cwd = cwd;
   req.id = std::to_string(id);
   if (p.timeout_ms) req.limits.wall_timeout = milliseconds{*p.timeout_ms};
@@ -255,8 +265,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
   for (auto* t : {&p.timeout_ms, &p.idle_timeout_ms})
     if (*t && **t < 1000) return reject("timeout_ms and idle_timeout_ms must be at least 1000");
   if (p.view == View::kScreen && !p.tty) return reject("view \"screen\" needs tty=true (a pipe has no screen)");
-  std::string cwd = default_cwd_;
-  if (p.workdir && !p.workdir->empty()) cwd = (*p.workdir)[0] == '/' ? *p.workdir : default_cwd_ + "/" + *p.workdir;
+  std::string cwd = resolve_workdir(default_cwd_, p.workdir);
   struct stat st {};
   if (::stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return reject(fmt::format("workdir {} is not an existing directory", cwd));
@@ -268,7 +277,6 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
   if (!p.until) until.awaiting_input = true;
 
   // Named sessions: the same name and command again is the running one.
-  std::optional<std::string> reuse_line;
   if (p.name) {
     if (AgentSession* a = registry_.find_named(*p.name)) {
       const long id = a->id;
@@ -423,63 +431,15 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
   c.yield_capped = !empty && requested > cfg_.yield_max.count();
   c.view = p.view;
   auto settle = cfg_.post_write_settle;
-  c.on_begin = [p = std::move(p), keys = std::move(keys), yield, empty, settle](Call& call,
-                                                                                AgentSession& view) -> Result<void> {
-    session::Session& s = *view.session;
-    auto* proc = s.process();
-    if (!empty) {
-      if (s.verdict() || s.finished()) {
-        call.input_delivered = false;
-      } else if (s.tty()) {
-        if (p.secret) {
-          auto modes = pty::tty_modes(proc->master_fd());
-          if (!modes || modes->echo || !modes->icanon)
-            return tool_error(
-                "write_stdin failed: secret input refused: the terminal would echo it (ECHO is on or the program reads in "
-                "raw mode)");
-        }
-        std::string data = p.chars;
-        for (const auto& k : keys) data += *key_bytes(k, true, view.cursor_keys.application());
-        if (p.close_stdin) data += "\x04";
-        if (auto r = s.write(data); !r) {
-          if (r.error().code == Errc::kLimit)
-            return tool_error("write_stdin failed: failed to write to stdin: stdin queue full: the process is not reading");
-          call.input_delivered = false;
-        }
-      } else {
-        bool only = keys.empty() || p.chars.empty();
-        bool ctrl_c = (p.chars == "\x03" && keys.empty()) || (p.chars.empty() && keys == std::vector<std::string>{"ctrl-c"});
-        bool ctrl_d = (p.chars == "\x04" && keys.empty()) || (p.chars.empty() && keys == std::vector<std::string>{"ctrl-d"});
-        bool ctrl_bs = p.chars.empty() && keys == std::vector<std::string>{"ctrl-\\"};
-        (void)only;
-        if (ctrl_c) {
-          (void)s.signal(SIGINT, pty::SignalTarget::kGroup);
-        } else if (ctrl_bs) {
-          (void)s.signal(SIGQUIT, pty::SignalTarget::kGroup);
-        } else if (ctrl_d || (p.close_stdin && p.chars.empty() && keys.empty())) {
-          if (proc->stdin_pipe_fd() >= 0) (void)s.close_stdin();
-        } else {
-          if (proc->stdin_pipe_fd() < 0)
-            return tool_error(
-                "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true or "
-                "pipe_stdin=true to keep stdin open");
-          if (p.secret) {
-            // A pipe does not echo: secret input is fine here.
-          }
-          std::string data = p.chars;
-          for (const auto& k : keys) data += *key_bytes(k, false, false);
-          if (auto r = s.write(data); !r) {
-            if (r.error().code == Errc::kLimit)
-              return tool_error(
-                  "write_stdin failed: failed to write to stdin: stdin queue full: the process is not reading");
-            return tool_error("write_stdin failed: failed to write to stdin: " + r.error().message());
-          }
-          if (p.close_stdin) (void)s.close_stdin();
-        }
-      }
+  StdinInput input{std::move(p.chars), std::move(keys), p.close_stdin, p.secret};
+  c.on_begin = [input = std::move(input), yield, settle](Call& call, AgentSession& view) -> Result<void> {
+    if (!input.empty()) {
+      auto delivered = deliver_stdin(*view.session, input, view.cursor_keys.application());
+      if (!delivered) return std::move(delivered).error();
+      call.input_delivered = *delivered;
       view.input.saw_input(Clock::now());
     }
-    call.wait.start(s, Clock::now(), empty ? milliseconds{0} : settle, milliseconds{yield});
+    call.wait.start(*view.session, Clock::now(), input.empty() ? milliseconds{0} : settle, milliseconds{yield});
     return {};
   };
   CallId cid = c.id;

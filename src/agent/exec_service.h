@@ -10,6 +10,7 @@
 //   call_queue.h       the running calls (call.h), FIFO per session, their turns and timers
 //   until.h            when a call's wait ends: the rules of docs/agent.md §2.3 and `until`
 //   response_builder.h the response of a call whose wait ended
+//   stdin_input.h      how write_stdin's chars and keys reach the session
 //   read_output.h, list_sessions.h   the two queries
 //
 // A call's life: accepted (arguments checked) ──► queued on its session ──► its turn: input
