@@ -7,16 +7,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
-#include <random>
 
 #include "agent/agent_env.h"
-#include "agent/client_regex.h"
-#include "agent/deltas.h"
 #include "agent/keys.h"
-#include "base/log.h"
+#include "agent/list_sessions.h"
+#include "agent/read_output.h"
+#include "agent/response_builder.h"
+#include "agent/stdin_input.h"
+#include "agent/tool_args.h"
 #include "pty/tty_state.h"
-#include "session/utf8_cut.h"
 
 namespace uexec::agent {
 
@@ -24,143 +23,16 @@ using base::Errc;
 using base::Error;
 using base::Result;
 using session::Offset;
-using WallClock = std::chrono::system_clock;
 
 namespace {
 
-enum CallKind { kExec = 0, kWrite = 1, kKill = 2 };
-
-constexpr long kIdMin = 1000, kIdMax = 100000;
-
-Error tool_error(std::string text) { return Error{Errc::kInvalidArgument, 0, std::move(text)}; }
-
-long clamp(long v, long lo, long hi) { return std::max(lo, std::min(hi, v)); }
-
-std::string clock_text(WallClock::time_point t) {
-  std::time_t tt = WallClock::to_time_t(t);
-  std::tm tm{};
-  ::localtime_r(&tt, &tm);
-  return fmt::format("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
-std::string age_text(Clock::duration d) {
-  auto s = std::chrono::duration_cast<std::chrono::seconds>(d).count();
-  if (s < 60) return fmt::format("{}s", s);
-  if (s < 3600) return fmt::format("{}m{}s", s / 60, s % 60);
-  return fmt::format("{}h{}m", s / 3600, (s % 3600) / 60);
-}
-
-double seconds(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
-
-// The last line of `text` (without the newline), at most `max` bytes, lossily decoded.
-// `Lingering processes: 2 killed (sleep pid 4242, tee pid 4243)` (docs/agent.md §2.6).
-std::string lingering_line(const std::vector<session::LingeringProcess>& l) {
-  std::size_t killed = 0;
-  std::string names;
-  for (const auto& p : l) {
-    killed += p.killed ? 1 : 0;
-    if (!names.empty()) names += ", ";
-    names += fmt::format("{} pid {}", p.comm, p.pid);
-  }
-  if (killed == l.size()) return fmt::format("Lingering processes: {} killed ({})", killed, names);
-  return fmt::format("Lingering processes: {} still running, to be killed when the session closes ({})",
-                     l.size() - killed, names);
-}
-
-// After the exit: what still holds the output (and will be killed when the session closes),
-// or what was killed when it closed.
-void report_lingering(const session::Session& s, Response& r, std::vector<std::string>& extra) {
-  r.lingering = s.finished() ? s.lingering() : s.live_descendants();
-  if (!r.lingering.empty()) extra.push_back(lingering_line(r.lingering));
-}
-
-std::string last_line(std::string_view raw, std::size_t max) {
-  std::string t = strip_ansi(raw);
-  while (!t.empty() && (t.back() == '\n')) t.pop_back();
-  auto nl = t.rfind('\n');
-  std::string line = nl == std::string::npos ? t : t.substr(nl + 1);
-  if (line.size() > max) line = line.substr(line.size() - max);
-  return session::lossy_decode(line);
-}
-
-const std::regex& hint_password() {
-  static const std::regex re("pass(word|phrase)[^\\n]*:\\s*$", std::regex::icase | std::regex::ECMAScript);
-  return re;
+// exec_command's `workdir`: absolute, or relative to the front door's directory (its default).
+std::string resolve_workdir(const std::string& base, const std::optional<std::string>& workdir) {
+  if (!workdir || workdir->empty()) return base;
+  return (*workdir)[0] == '/' ? *workdir : base + "/" + *workdir;
 }
 
 }  // namespace
-
-struct ExecService::Tombstone {
-  long id = 0;
-  std::optional<std::string> name;
-  std::string cmd, cwd;
-  std::string reason;  // exited | killed | pruned | denied
-  std::optional<pty::ExitStatus> status;
-  std::optional<std::string> killed_by;
-  std::optional<std::string> denial;
-  WallClock::time_point ended_wall;
-  Clock::time_point ended;
-  std::string last_output;
-};
-
-struct ExecService::AgentSession {
-  explicit AgentSession(loop::Loop& l) : grace(l) {}
-  long id = 0;
-  session::Session* s = nullptr;
-  std::string cmd, cwd;
-  bool tty = false;
-  std::optional<std::string> name;
-  Clock::time_point created, last_used, last_output, last_input;
-  Offset reader = 0;
-  std::uint64_t seen_total = 0;
-  bool app_cursor = false;  // DECCKM: the program asked for application cursor keys
-  std::string mode_carry;   // the tail of the last scan, for a sequence split across chunks
-  bool counted = false;
-  bool ended = false;
-  bool awaiting_reported = false;
-  std::optional<std::string> end_reason, killed_by;
-  Clock::time_point ended_at;
-  WallClock::time_point ended_wall;
-  std::deque<CallId> queue;
-  std::unique_ptr<session::Subscription> sub;
-  loop::Timer grace;
-  dev_t slave = 0;
-  CallId origin = 0;        // the exec_command that started it
-  bool end_logged = false;  // its end event is in the log
-};
-
-struct ExecService::Call {
-  explicit Call(loop::Loop& l) : timer(l) {}
-  DeltaSplitter::Emit on_delta;      // streaming: set by the front door
-  std::optional<DeltaSplitter> deltas;
-  Offset delta_cursor = 0;           // the next output byte to stream
-  CallId id = 0;
-  int kind = kExec;
-  long sid = 0;
-  Reply reply;
-  bool started = false;
-  Clock::time_point t0, deadline, settle_end, next_probe;
-  Until until;
-  std::size_t budget = 40000;
-  std::vector<std::string> lines, warnings;
-  std::optional<std::string> fired, match_text;
-  std::optional<std::uint64_t> match_offset;
-  std::optional<Listener> port_match;
-  std::optional<AwaitingInput> awaiting;
-  Offset scan = 0;
-  std::string partial;
-  Offset partial_start = 0;
-  bool input_delivered = true;
-  bool yield_capped = false;
-  long yield_requested = 0;
-  View view = View::kRaw;
-  std::function<Result<void>(Call&, AgentSession&)> on_begin;
-  loop::Timer timer;
-  // Orchestrated (approvals): the attempt's outcome goes to the orchestrator at finish, and
-  // its response waits here for the orchestrator's last word (a retry replaces it).
-  std::function<void(policy::AttemptOutcome)> attempt_done;
-  std::optional<Response> held;
-};
 
 ExecService::ExecService(session::ProcessManager& pm, std::vector<std::string> base_env, std::string default_cwd)
     : pm_(pm),
@@ -168,148 +40,57 @@ ExecService::ExecService(session::ProcessManager& pm, std::vector<std::string> b
       cfg_(pm.config().agent),
       base_env_(std::move(base_env)),
       default_cwd_(std::move(default_cwd)),
-      issued_(static_cast<std::size_t>(kIdMax), false),
-      sweep_(pm.loop()),
-      shutdown_timer_(pm.loop()) {}
+      registry_(pm, cfg_),
+      calls_(pm.loop()),
+      shutdown_timer_(pm.loop()) {
+  registry_.has_calls = [this](long id) { return calls_.has_queued(id); };
+  registry_.on_counted = [this](AgentSession& a, std::vector<std::string> warnings) {
+    if (Call* front = calls_.front(a.id))
+      for (auto& w : warnings) front->warnings.push_back(std::move(w));
+  };
+  registry_.before_forget = [this](long id) {
+    calls_.cancel_on(id);  // drop any call still pointing at it
+    if (on_forget) on_forget(id);
+  };
+  calls_.on_turn = [this](Call& c) { begin(c); };
+  calls_.on_wake = [this](Call& c) { evaluate(c); };
+}
 
 ExecService::~ExecService() {
   calls_.clear();
-  for (auto& [id, a] : sessions_) {
-    a->sub.reset();
-    if (on_forget) on_forget(id);
-    pm_.remove(std::to_string(id));
-  }
-  sessions_.clear();
+  registry_.forget_all();  // while on_forget is still whole
 }
 
-std::size_t ExecService::live_sessions() const noexcept {
-  std::size_t n = 0;
-  for (const auto& [id, a] : sessions_)
-    if (a->counted && !a->ended) ++n;
-  return n;
-}
-
-ExecService::AgentSession* ExecService::live(long id) {
-  auto it = sessions_.find(id);
-  return it == sessions_.end() ? nullptr : it->second.get();
-}
-
-bool ExecService::issued(long id) const {
-  return id >= kIdMin && id < kIdMax && issued_[static_cast<std::size_t>(id)];
-}
-
-long ExecService::allocate_id() {
-  auto usable = [&](long id) { return !sessions_.count(id) && !tombstones_.count(id); };
-  if (cfg_.deterministic_ids) {
-    while (!usable(next_deterministic_id_) && next_deterministic_id_ < kIdMax) ++next_deterministic_id_;
-    long id = next_deterministic_id_++;
-    issued_[static_cast<std::size_t>(id)] = true;
-    return id;
-  }
-  static thread_local std::mt19937 rng{std::random_device{}()};
-  std::uniform_int_distribution<long> dist(kIdMin, kIdMax - 1);
-  long id = dist(rng);
-  // Prefer ids never issued, so "never started" stays distinguishable from "expired".
-  for (int i = 0; i < 64 && (issued(id) || !usable(id)); ++i) id = dist(rng);
-  while (!usable(id)) id = dist(rng);
-  issued_[static_cast<std::size_t>(id)] = true;
-  return id;
-}
-
-std::string ExecService::tombstone_text(long id) const {
-  // The parenthesised reason, and for killed/pruned/denied the last output after it.
-  auto describe = [&](const std::string& reason, const std::optional<pty::ExitStatus>& st,
-                      const std::optional<std::string>& killed_by, const std::optional<std::string>& denial,
-                      WallClock::time_point wall, Clock::time_point ended, const std::string& tail) {
-    std::string at = clock_text(wall), ago = age_text(Clock::now() - ended);
-    std::string text;
-    if (reason == "exited")
-      return fmt::format("Unknown process id {} (exited with code {} at {}, {} ago; its output was already returned "
-                         "(still readable with read_output while it lingers))",
-                         id, st ? st->shell_code() : 0, at, ago);
-    if (reason == "killed") {
-      text = fmt::format("killed by {} with {} at {}, {} ago", killed_by.value_or("a signal not sent by uexec"),
-                         st && st->signal ? pty::signal_name(st->signal) : std::string("SIGTERM"), at, ago);
-    } else if (reason == "pruned") {
-      text = fmt::format("closed at {}, {} ago, to stay within 64 open sessions", at, ago);
-    } else {
-      text = fmt::format("denied by the sandbox ({}) at {}, {} ago", denial.value_or("unknown"), at, ago);
-    }
-    std::string last = tail.size() > 1000 ? tail.substr(tail.size() - 1000) : tail;  // <= 250 tokens
-    return fmt::format("Unknown process id {} ({})\nLast output:\n{}", id, text, session::lossy_decode(last));
-  };
-  if (auto it = sessions_.find(id); it != sessions_.end() && it->second->ended) {
-    const auto& a = *it->second;
-    const auto& v = a.s->verdict();
-    const auto& ring = a.s->output();
-    Offset from = ring.total() > 1024 ? ring.total() - 1024 : 0;
-    return describe(*a.end_reason, v ? std::optional(v->status) : std::nullopt, a.killed_by,
-                    v && v->denial ? std::optional(v->denial->describe()) : std::nullopt, a.ended_wall, a.ended_at,
-                    ring.read_from(from, 1024).text());
-  }
-  if (auto t = tombstones_.find(id); t != tombstones_.end()) {
-    const auto& ts = t->second;
-    return describe(ts.reason, ts.status, ts.killed_by, ts.denial, ts.ended_wall, ts.ended, ts.last_output);
-  }
-  if (issued(id)) return fmt::format("Unknown process id {} (the session ended earlier and its record is no longer kept)", id);
-  return fmt::format("Unknown process id {} (no session with this id was started by this manager)", id);
-}
-
-Result<ExecService::AgentSession*> ExecService::find_target(const std::optional<long>& id,
-                                                            const std::optional<std::string>& name, const char* tool,
-                                                            bool allow_ended) {
-  if (name && !id) {
-    for (auto& [sid, a] : sessions_)
-      if (!a->ended && a->name == *name) return a.get();
-    return tool_error(fmt::format("{} failed: no live session named {}", tool, *name));
-  }
-  if (!id) return tool_error(fmt::format("{} failed: session_id or name is required", tool));
-  auto* a = live(*id);
-  if (a && (!a->ended || allow_ended)) return a;
-  return Error{Errc::kNotFound, 0, fmt::format("{} failed: {}", tool, tombstone_text(*id))};
-}
+std::size_t ExecService::live_sessions() const noexcept { return registry_.live_count(); }
 
 // ---- calls -------------------------------------------------------------------------------------
 
-ExecService::Call* ExecService::new_call(int kind, long sid, Reply done) {
-  auto c = std::make_unique<Call>(loop_);
-  c->id = next_call_++;
-  c->kind = kind;
-  c->sid = sid;
-  c->reply = std::move(done);
-  c->budget = static_cast<std::size_t>(cfg_.max_output_tokens * cfg_.bytes_per_token);
-  Call* raw = c.get();
-  calls_.emplace(raw->id, std::move(c));
-  return raw;
+Call& ExecService::new_call(CallKind kind, long sid, Reply done) {
+  Call& c = calls_.create(kind, sid, std::move(done));
+  c.budget = static_cast<std::size_t>(cfg_.max_output_tokens * cfg_.bytes_per_token);
+  return c;
 }
 
-void ExecService::enqueue(Call* c) {
-  auto* a = live(c->sid);
-  a->queue.push_back(c->id);
-  if (a->queue.size() == 1) begin(c);
-}
-
-void ExecService::begin(Call* c) {
-  auto* a = live(c->sid);
-  c->started = true;
+// The call's turn on its session: its input is written and its wait starts.
+void ExecService::begin(Call& c) {
+  auto* a = registry_.find(c.sid);
+  if (!a) return fail(c, tool_error("the session is gone"));
   a->last_used = Clock::now();
-  if (c->on_begin) {
-    auto r = c->on_begin(*c, *a);
+  if (c.on_begin) {
+    auto r = c.on_begin(c, *a);
     if (!r) return fail(c, std::move(r).error());
   }
-  c->scan = a->s->output().total();
-  c->partial_start = c->scan;
-  if (c->on_delta) {
-    c->deltas.emplace(cfg_.delta_max_bytes, cfg_.deltas_per_call);
-    c->delta_cursor = a->reader;  // what this call's response will hold
+  if (c.on_delta) {
+    c.deltas.emplace(cfg_.delta_max_bytes, cfg_.deltas_per_call);
+    c.delta_cursor = a->reader;  // what this call's response will hold
   }
   evaluate(c);
 }
 
 // Streams what arrived since the last piece; at `closed`, the held tail too.
-void ExecService::stream_deltas(Call& c, AgentSession& a) {
+void ExecService::stream_deltas(Call& c, const AgentSession& a) {
   if (!c.deltas || c.deltas->exhausted()) return;
-  const auto& ring = a.s->output();
+  const auto& ring = a.session->output();
   while (c.delta_cursor < ring.total()) {
     auto r = ring.read_from(c.delta_cursor, 64 * 1024);
     for (const auto& piece : r.pieces)
@@ -317,65 +98,17 @@ void ExecService::stream_deltas(Call& c, AgentSession& a) {
     if (r.next == c.delta_cursor) break;
     c.delta_cursor = r.next;
   }
-  if (a.s->finished()) c.deltas->close(c.on_delta);
+  if (a.session->finished()) c.deltas->close(c.on_delta);
 }
 
-void ExecService::fail(Call* c, Error e) {
-  Reply reply = std::move(c->reply);
-  long sid = remove_call(c);
+void ExecService::fail(Call& c, Error e) {
+  Reply reply = std::move(c.reply);
+  long sid = calls_.erase(c);
   if (reply) reply(std::move(e));
-  start_next(sid);
+  calls_.start_next(sid);
 }
 
-long ExecService::remove_call(Call* c) {
-  CallId id = c->id;
-  long sid = c->sid;
-  if (auto* a = live(sid)) {
-    auto it = std::find(a->queue.begin(), a->queue.end(), id);
-    if (it != a->queue.end()) a->queue.erase(it);
-  }
-  calls_.erase(id);  // destroys c (and its timer)
-  return sid;
-}
-
-void ExecService::start_next(long sid) {
-  auto* a = live(sid);
-  if (!a || a->queue.empty()) return;
-  auto next = calls_.find(a->queue.front());
-  if (next != calls_.end() && !next->second->started) begin(next->second.get());
-}
-
-void ExecService::cancel(CallId id) {
-  auto it = calls_.find(id);
-  if (it == calls_.end()) return;
-  it->second->reply = nullptr;
-  start_next(remove_call(it->second.get()));
-}
-
-// Follows DECCKM (ESC [ ? 1 h / l) in new output, so arrow keys are sent the way the
-// program asked for them (SS3 in application mode). The screen model will do this for all
-// modes; until then this one matters for agents driving full-screen programs.
-void ExecService::track_cursor_mode(AgentSession& a, session::Offset from) {
-  // Scans the ring's bytes in place; only a sequence split across chunks is stitched from
-  // the 4-byte carry (an ESC [ ? 1 h/l is 5 bytes), so this adds no copy of the output.
-  auto scan = [&a](std::string_view t) {
-    for (std::size_t pos = t.find("\x1b[?1"); pos != std::string_view::npos; pos = t.find("\x1b[?1", pos + 1)) {
-      if (pos + 4 >= t.size()) break;
-      if (t[pos + 4] == 'h') a.app_cursor = true;
-      else if (t[pos + 4] == 'l') a.app_cursor = false;
-    }
-    if (t.find("\x1b" "c") != std::string_view::npos) a.app_cursor = false;  // RIS resets it
-  };
-  auto r = a.s->output().read_from(from, SIZE_MAX);
-  for (const auto& piece : r.pieces) {
-    std::string_view v(reinterpret_cast<const char*>(piece.bytes.data()), piece.bytes.size());
-    std::string edge = a.mode_carry + std::string(v.substr(0, 4));
-    scan(edge);
-    scan(v);
-    std::string tail = v.size() >= 4 ? std::string(v.substr(v.size() - 4)) : a.mode_carry + std::string(v);
-    a.mode_carry = tail.size() > 4 ? tail.substr(tail.size() - 4) : tail;
-  }
-}
+void ExecService::cancel(CallId id) { calls_.cancel(id); }
 
 void ExecService::log_event(SessionEvent e) {
   if (events_.size() == 1024) events_.pop_front();
@@ -384,20 +117,15 @@ void ExecService::log_event(SessionEvent e) {
 }
 
 void ExecService::on_activity(AgentSession& a) {
-  auto now = Clock::now();
-  std::uint64_t total = a.s->output().total();
-  if (total != a.seen_total) {
-    if (a.tty) track_cursor_mode(a, a.seen_total);
-    a.seen_total = total;
-    a.last_output = now;
-    a.awaiting_reported = false;
-  }
-  if (const auto& v = a.s->verdict()) {
+  std::uint64_t before = 0;
+  if (a.input.saw_output(a.session->output().total(), Clock::now(), &before) && a.session->tty())
+    a.cursor_keys.scan(a.session->output(), before);
+  if (const auto& v = a.session->verdict()) {
     // The session's own timeouts (timeout_ms, idle_timeout_ms) say who ended it.
-    if (!a.killed_by && a.s->ended_by()) a.killed_by = a.s->ended_by()->message;
+    if (!a.killed_by && a.session->ended_by()) a.killed_by = a.session->ended_by()->message;
     if (!a.end_logged) {
       a.end_logged = true;
-      SessionEvent e{SessionEvent::Kind::kEnd, a.id, a.origin, a.cmd, v->status.shell_code(), {}, {}};
+      SessionEvent e{SessionEvent::Kind::kEnd, a.id, a.origin, a.cmd(), v->status.shell_code(), {}, {}};
       if (v->status.signal) {
         e.signal = pty::signal_name(v->status.signal);
         e.killed_by = a.killed_by.value_or("a signal not sent by uexec");
@@ -406,328 +134,54 @@ void ExecService::on_activity(AgentSession& a) {
     }
   }
   // Wake every started call on this session (the queue's front and kill calls).
-  std::vector<CallId> wake;
-  for (auto& [cid, c] : calls_)
-    if (c->sid == a.id && c->started) wake.push_back(cid);
-  for (CallId cid : wake)
-    if (auto it = calls_.find(cid); it != calls_.end()) evaluate(it->second.get());
+  for (CallId cid : calls_.started_on(a.id))
+    if (Call* c = calls_.find(cid)) evaluate(*c);
 }
 
-bool ExecService::scan_regex(Call& c, AgentSession& a) {
-  const auto& ring = a.s->output();
-  while (c.scan < ring.total()) {
-    auto r = ring.read_from(c.scan, 64 * 1024);
-    if (r.gap > 0) {
-      c.partial.clear();
-      c.partial_start = c.scan + r.gap;
-    }
-    c.partial += r.text();
-    c.scan = r.next;
-    // Complete lines first.
-    std::size_t nl;
-    while ((nl = c.partial.find('\n')) != std::string::npos) {
-      std::string line = session::lossy_decode(strip_ansi(std::string_view(c.partial).substr(0, nl)));
-      std::smatch m;
-      if (std::regex_search(line, m, *c.until.regex)) {
-        c.match_text = m.str(0);
-        c.match_offset = c.partial_start;
-        return true;
-      }
-      c.partial.erase(0, nl + 1);
-      c.partial_start += nl + 1;
-    }
-    if (c.partial.size() > 64 * 1024) {  // examine at most the last 64 KiB of a line
-      c.partial_start += c.partial.size() - 64 * 1024;
-      c.partial.erase(0, c.partial.size() - 64 * 1024);
-    }
-  }
-  if (c.partial.empty()) return false;
-  std::string line = session::lossy_decode(strip_ansi(c.partial));
-  std::smatch m;
-  if (std::regex_search(line, m, *c.until.regex)) {
-    c.match_text = m.str(0);
-    c.match_offset = c.partial_start;
-    return true;
-  }
-  return false;
-}
-
-std::optional<AwaitingInput> ExecService::detect_awaiting(AgentSession& a, bool require_quiet) {
-  auto* s = a.s;
-  auto* p = s->process();
-  if (!p || s->verdict() || s->finished()) return std::nullopt;
-  auto now = Clock::now();
-  if (require_quiet && now - a.last_output < cfg_.input_quiet) return std::nullopt;
-  const auto& ring = s->output();
-  Offset from = ring.total() > 4096 ? ring.total() - 4096 : 0;
-  std::string tail = ring.read_from(from, 4096).text();
-  std::string prompt = last_line(tail, 120);
-  if (a.tty) {
-    int master = p->master_fd();
-    if (master >= 0) {
-      if (a.slave == 0) a.slave = pty::slave_rdev(master);
-      pid_t fg = ::tcgetpgrp(master);
-      if (fg > 0 && pty::group_reading_tty(fg, a.slave)) {
-        auto modes = pty::tty_modes(master);
-        std::string kind = "line";
-        if (modes && !modes->icanon) kind = "raw";
-        else if (modes && !modes->echo) kind = "password";
-        return AwaitingInput{kind, "kernel", prompt};
-      }
-    }
-  } else if (int fd = p->stdin_pipe_fd(); fd >= 0) {
-    struct stat st {};
-    if (::fstat(fd, &st) == 0 && pty::group_reading_pipe(p->pid(), st.st_ino))
-      return AwaitingInput{"pipe", "kernel", prompt};
-  }
-  // No kernel evidence (event-loop programs): prompt patterns on the last line.
-  static const std::regex yes_no("\\[[yY]/[nN]\\]\\s*$|\\([yY]es/[nN]o[^)]*\\)\\??\\s*$|ok to proceed\\?.*$|^>>> $",
-                                 std::regex::ECMAScript | std::regex::icase);
-  if (std::regex_search(prompt, hint_password())) return AwaitingInput{"password", "hint", prompt};
-  if (!prompt.empty() && std::regex_search(prompt, yes_no)) return AwaitingInput{"line", "hint", prompt};
-  return std::nullopt;
-}
-
-bool ExecService::check_until(Call& c, AgentSession& a, Clock::time_point now, Clock::time_point* next) {
-  if (now < c.settle_end) {
-    *next = std::min(*next, c.settle_end);
-    return false;
-  }
-  if (c.until.regex && scan_regex(c, a)) {
-    c.fired = "regex";
-    return true;
-  }
-  if (c.until.idle) {
-    auto since = std::max({c.t0, c.settle_end, a.last_output});
-    if (now - since >= *c.until.idle) {
-      c.fired = "idle";
-      return true;
-    }
-    *next = std::min(*next, since + *c.until.idle);
-  }
-  if (c.until.port) {
-    if (now >= c.next_probe) {
-      if (auto l = find_listener(a.s->pid(), *c.until.port)) {
-        c.port_match = l;
-        c.fired = "port";
-        return true;
-      }
-      c.next_probe = now + cfg_.port_probe;
-    }
-    *next = std::min(*next, c.next_probe);
-  }
-  if (c.until.awaiting_input) {
-    auto quiet_at = a.last_output + cfg_.input_quiet;
-    if (now < quiet_at) {
-      *next = std::min(*next, quiet_at);
-    } else {
-      if (!a.awaiting_reported) {
-        if (auto aw = detect_awaiting(a, true)) {
-          c.fired = "awaiting_input";
-          c.awaiting = std::move(aw);
-          return true;
-        }
-      }
-      *next = std::min(*next, now + milliseconds{100});
-    }
-  }
-  return false;
-}
-
-void ExecService::evaluate(Call* c) {
-  if (!c->started) return;
-  auto* a = live(c->sid);
+void ExecService::evaluate(Call& c) {
+  if (!c.started) return;
+  auto* a = registry_.find(c.sid);
   if (!a) return fail(c, tool_error("the session is gone"));
-  auto* s = a->s;
   auto now = Clock::now();
-  stream_deltas(*c, *a);
-  if (s->finished()) return finish(c);
-  Clock::time_point next = c->deadline;
-  if (s->verdict()) {
-    auto cap = std::min(s->exited_at() + cfg_.post_exit_close_cap, c->deadline);
-    if (now >= cap) return finish(c);
-    next = std::min(next, cap);
-  } else if (c->kind != kKill && check_until(*c, *a, now, &next)) {
-    return finish(c);
-  }
-  if (now >= c->deadline) {
-    // A reaped child's verdict is at most one exit drain away: report the exit, not "running".
-    if (!(s->exited() && !s->verdict())) return finish(c);
-    next = now + milliseconds{5};
-  }
-  auto delay = std::chrono::duration_cast<milliseconds>(next - now) + milliseconds{1};
-  CallId id = c->id;
-  c->timer.start(std::max(delay, milliseconds{0}), [this, id] {
-    if (auto it = calls_.find(id); it != calls_.end()) evaluate(it->second.get());
-  });
+  stream_deltas(c, *a);
+  auto step = c.wait.evaluate(*a->session, a->input, {cfg_.input_quiet, cfg_.port_probe, cfg_.post_exit_close_cap}, now);
+  if (step.done) return finish(c);
+  calls_.wake_at(c, step.wake_at, now);
 }
 
-// The session's screen as text, cut to `budget` bytes from the top (the bottom of a screen is
-// where the prompt and the latest output are), with what the model knows about it.
-Result<std::pair<std::string, ScreenInfo>> ExecService::screen_view(session::Session& s, std::size_t budget) {
-  auto st = s.screen();
-  if (!st) return tool_error(st.error().context);
-  const term::Screen& sc = *st->screen;
-  std::string text = session::lossy_decode(sc.text());
-  if (text.size() > budget) {
-    std::size_t cut = session::cut_forward(text, text.size() - budget);
-    std::size_t nl = text.find('\n', cut);
-    cut = nl == std::string::npos ? cut : nl + 1;
-    std::size_t dropped = static_cast<std::size_t>(std::count(text.begin(), text.begin() + static_cast<long>(cut), '\n'));
-    text = fmt::format("[{} screen lines above omitted]\n", dropped) + text.substr(cut);
-  }
-  auto cur = sc.cursor();
-  ScreenInfo info{sc.size().rows, sc.size().cols, cur.row, cur.col, sc.alt_screen(), sc.title(), st->exact};
-  return std::pair{std::move(text), std::move(info)};
-}
-
-std::string ExecService::screen_line(const ScreenInfo& i) {
-  return fmt::format("Screen: {}x{}, cursor at row {} col {}{}{}{}", i.rows, i.cols, i.cursor_row + 1, i.cursor_col + 1,
-                     i.alt_screen ? ", alternate screen" : "", i.title.empty() ? "" : ", title \"" + i.title + "\"",
-                     i.exact ? "" : " (inexact: earlier output was evicted)");
-}
-
-Response ExecService::build_response(AgentSession& a, Call& c) {
-  auto* s = a.s;
-  auto now = Clock::now();
-  bool closed = s->finished();
-  Collected col = collect(s->output(), a.reader, !closed);
-  std::size_t budget = c.budget;
-  Body body = render_body(col, budget, a.id, cfg_.envelope_extensions, cfg_.bytes_per_token);
-  a.reader = col.end;  // consumed, whichever view is shown
-  std::vector<std::string> screen_lines;
-  std::optional<ScreenInfo> screen;
-  if (c.view == View::kScreen) {
-    auto sc = screen_view(*s, budget);
-    if (sc) {
-      body.text = std::move(sc->first);
-      screen = sc->second;
-      screen_lines.push_back(screen_line(*screen));
-    } else {
-      screen_lines.push_back("Screen: unavailable (" + sc.error().context + "); showing the raw output");
-    }
-  }
-
-  Response r;
-  r.chunk_id = new_chunk_id();
-  r.wall_time_seconds = seconds(now - c.t0);
-  r.output = body.text;
-  r.original_token_count = body.original_tokens;
-  r.session = a.id;
-  r.name = a.name;
-  r.range_offset = col.start;
-  r.range_length = col.end - col.start;
-  r.omitted = body.omitted;
-  r.output_closed = s->output_closed();
-  r.input_delivered = c.input_delivered;
-  if (auto* p = s->process()) r.stdin_pending_bytes = p->queued_input();
-  r.fired = c.fired;
-  r.match_text = c.match_text;
-  r.match_offset = c.match_offset;
-  r.match_port = c.port_match;
-  r.warnings = c.warnings;
-  r.screen = screen;
-
-  Envelope env;
-  env.chunk_id = r.chunk_id;
-  env.wall_time_seconds = r.wall_time_seconds;
-  env.session_id = a.id;
-  env.original_tokens = r.original_token_count;
-  env.body = body.text;
-  std::vector<std::string> extra = c.lines;
-  extra.insert(extra.end(), screen_lines.begin(), screen_lines.end());
-  const auto& v = s->verdict();
-  if (v) {
-    r.exit_code = v->status.shell_code();
-    env.exit_code = r.exit_code;
-    r.state = "exited";
-    r.core_dumped = v->status.core_dumped;
-    if (v->status.signal) {
-      r.signal = pty::signal_name(v->status.signal);
-      r.killed_by = a.killed_by.value_or("a signal not sent by uexec");
-      extra.push_back(fmt::format("Signal: {} (sent by {})", *r.signal, *r.killed_by));
-    }
-    if (v->denial) r.sandbox_denied = v->denial;
-    report_lingering(*s, r, extra);
-    if (!a.ended) {
-      std::string reason = v->denial ? "denied" : (a.killed_by ? "killed" : "exited");
-      mark_ended(a, reason);
-    }
-  } else {
-    r.session_id = a.id;
-    r.state = "running";
-    if (c.kind != kKill) {
-      // Known when it ended the wait; otherwise looked at only after the output went quiet.
-      if (auto aw = c.awaiting ? c.awaiting : detect_awaiting(a, true)) {
-        r.awaiting_input = aw;
-        r.state = "awaiting_input";
-        a.awaiting_reported = true;
-        extra.push_back(fmt::format("Waiting for input: {} ({}); prompt: \"{}\"", aw->kind, aw->evidence, aw->prompt));
-      }
-    }
-    if (c.yield_capped)
-      r.warnings.push_back(fmt::format(
-          "Warning: yield_time_ms {} exceeds the {} ms maximum; waited {} ms. The process is still running: poll it "
-          "with write_stdin or pass until to return when it is ready.",
-          c.yield_requested, cfg_.yield_max.count(), cfg_.yield_max.count()));
-  }
-  if (c.fired && *c.fired != "exit") {
-    std::string what;
-    if (*c.fired == "regex")
-      what = fmt::format("regex /{}/ matched at byte {}", c.until.regex_src.value_or(""), c.match_offset.value_or(0));
-    else if (*c.fired == "idle")
-      what = fmt::format("idle {} ms", c.until.idle ? c.until.idle->count() : 0);
-    else if (*c.fired == "port" && c.port_match)
-      what = fmt::format("port {} listening (pid {}, {})", c.port_match->port, c.port_match->pid, c.port_match->comm);
-    else
-      what = "awaiting input";
-    extra.push_back("Returned early: " + what);
-  }
-  if (r.sandbox_denied) extra.push_back("Sandbox denied: " + r.sandbox_denied->describe());
-  if (!c.input_delivered) r.warnings.push_back("Warning: input not delivered: the process had already exited.");
-  for (const auto& w : r.warnings) extra.push_back(w);
-  if (cfg_.envelope_extensions) env.extra = std::move(extra);
-  r.text = render_envelope(env);
-  return r;
-}
-
-void ExecService::finish(Call* c) {
-  auto* a = live(c->sid);
-  Response r = build_response(*a, *c);
-  if (c->attempt_done) {
+void ExecService::finish(Call& c) {
+  auto* a = registry_.find(c.sid);
+  Response r = build_call_response(*a, c, cfg_);
+  if (a->session->verdict() && !a->ended) registry_.mark_ended(*a, SessionRegistry::end_reason_of(*a));
+  if (c.attempt_done) {
     // Orchestrated: the call leaves the session's queue and waits for the orchestrator,
     // which may start a retry (RunAttempt) or give its result (run_orchestrated).
     policy::AttemptOutcome o;
-    if (const auto& v = a->s->verdict()) {
+    if (const auto& v = a->session->verdict()) {
       o.exit_code = v->status.shell_code();
       if (v->denial) {
         o.kind = policy::AttemptOutcome::Kind::kDenied;
         o.denial = v->denial;
       }
     }
-    auto report = std::move(c->attempt_done);
-    c->attempt_done = nullptr;
-    c->held = std::move(r);
-    c->started = false;
-    c->timer.stop();
-    long sid = c->sid;
-    auto& q = a->queue;
-    q.erase(std::remove(q.begin(), q.end(), c->id), q.end());
-    start_next(sid);
+    auto report = std::move(c.attempt_done);
+    c.attempt_done = nullptr;
+    c.held = std::move(r);
+    calls_.step_aside(c);
     report(o);
     return;
   }
-  Reply reply = std::move(c->reply);
-  long sid = remove_call(c);
+  Reply reply = std::move(c.reply);
+  long sid = calls_.erase(c);
   if (reply) reply(std::move(r));
-  start_next(sid);
+  calls_.start_next(sid);
 }
 
 // ---- sessions ----------------------------------------------------------------------------------
 
 Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
-  long id = allocate_id();
-  auto release = [&] { issued_[static_cast<std::size_t>(id)] = false; };
+  long id = registry_.allocate_id();
+  auto release = [&] { registry_.release_id(id); };
   std::vector<std::string> env = build_agent_env(base_env_, EnvPolicy{}, id);
   auto shell = resolve_shell(p.shell, env);
   if (!shell) {
@@ -740,10 +194,9 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
   req.env = std::move(env);
   req.tty = p.tty;
   req.stdin_pipe = p.pipe_stdin && !p.tty;
-  req.size = {static_cast<unsigned short>(clamp(p.rows.value_or(24), 2, 1000)),
-              static_cast<unsigned short>(clamp(p.cols.value_or(80), 2, 1000))};
-  std::string cwd = default_cwd_;
-  if (p.workdir && !p.workdir->empty()) cwd = (*p.workdir)[0] == '/' ? *p.workdir : default_cwd_ + "/" + *p.workdir;
+  req.size = {static_cast<unsigned short>(clamp_arg(p.rows.value_or(24), 2, 1000)),
+              static_cast<unsigned short>(clamp_arg(p.cols.value_or(80), 2, 1000))};
+  std::string cwd = resolve_workdir(default_cwd_, p.workdir);
   req.cwd = cwd;
   req.id = std::to_string(id);
   if (p.timeout_ms) req.limits.wall_timeout = milliseconds{*p.timeout_ms};
@@ -774,130 +227,21 @@ Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
     return Error{Errc::kExecFailed, e.sys_errno,
                  fmt::format("exec_command failed for `{}`: Failed to create process: {}", p.cmd, why)};
   }
-  auto a = std::make_unique<AgentSession>(loop_);
-  AgentSession* raw = a.get();
-  raw->id = id;
-  raw->s = pm_.find(*started);
-  raw->cmd = p.cmd;
-  raw->cwd = cwd;
-  raw->tty = p.tty;
-  raw->name = p.name;
-  raw->created = raw->last_used = raw->last_output = raw->last_input = Clock::now();
-  raw->sub = raw->s->output().subscribe([this, raw] { on_activity(*raw); });
-  raw->origin = c ? c->id : 0;
-  sessions_.emplace(id, std::move(a));
-  log_event({SessionEvent::Kind::kStart, id, raw->origin, raw->cmd, {}, {}, {}});
-  raw->grace.start(cfg_.early_exit_grace, [this, id] {
-    if (auto* x = live(id); x && !x->s->verdict() && !x->ended) register_session(*x);
-  });
+  session::Session* s = pm_.find(*started);
+  if (p.name) s->set_name(*p.name);
+  AgentSession& a = registry_.add(id, *s, c ? c->id : 0);
+  a.sub = s->output().subscribe([this, raw = &a] { on_activity(*raw); });
+  log_event({SessionEvent::Kind::kStart, id, a.origin, a.cmd(), {}, {}, {}});
   return id;
-}
-
-void ExecService::register_session(AgentSession& a) {
-  std::vector<std::string> warnings;
-  if (live_sessions() >= cfg_.max_sessions) prune_one(warnings);
-  a.counted = true;
-  std::size_t n = live_sessions();
-  if (n >= cfg_.warn_sessions)
-    warnings.push_back(fmt::format(
-        "Warning: {} of {} sessions are open for this client. At {} the least recently used one is closed (exited ones "
-        "first; the {} most recently used are kept). Reuse sessions or close them with kill_session.",
-        n, cfg_.max_sessions, cfg_.max_sessions, cfg_.protected_recent));
-  if (!a.queue.empty())
-    if (auto it = calls_.find(a.queue.front()); it != calls_.end())
-      for (auto& w : warnings) it->second->warnings.push_back(w);
-}
-
-void ExecService::prune_one(std::vector<std::string>& warnings) {
-  std::vector<AgentSession*> live_list;
-  for (auto& [id, a] : sessions_)
-    if (a->counted && !a->ended) live_list.push_back(a.get());
-  std::sort(live_list.begin(), live_list.end(), [](auto* x, auto* y) { return x->last_used > y->last_used; });
-  if (live_list.size() <= cfg_.protected_recent) return;
-  AgentSession* victim = nullptr;
-  for (std::size_t i = live_list.size(); i-- > cfg_.protected_recent;) {  // least recently used first
-    if (live_list[i]->s->exited()) {
-      victim = live_list[i];
-      break;
-    }
-  }
-  if (!victim) victim = live_list.back();
-  warnings.push_back(fmt::format("Warning: session {} (`{}`) was closed to stay within {} open sessions.", victim->id,
-                                 victim->cmd, cfg_.max_sessions));
-  victim->killed_by = "pruning";
-  mark_ended(*victim, "pruned");
-  victim->s->terminate();
-}
-
-void ExecService::mark_ended(AgentSession& a, const std::string& reason) {
-  if (a.ended) return;
-  a.ended = true;
-  a.end_reason = reason;
-  a.ended_at = Clock::now();
-  a.ended_wall = WallClock::now();
-  if (!sweep_.active())
-    sweep_.start(std::min(cfg_.ended_linger, milliseconds{30000}), [this] { sweep_ended(); },
-                 std::min(cfg_.ended_linger, milliseconds{30000}));
-}
-
-void ExecService::sweep_ended() {
-  auto now = Clock::now();
-  std::vector<long> expired;
-  bool any_ended = false;
-  for (auto& [id, a] : sessions_) {
-    if (!a->ended) continue;
-    any_ended = true;
-    if (now - a->ended_at >= cfg_.ended_linger && a->queue.empty()) expired.push_back(id);
-  }
-  for (long id : expired) to_tombstone(id);
-  if (!any_ended) sweep_.stop();
-}
-
-void ExecService::to_tombstone(long id) {
-  auto it = sessions_.find(id);
-  if (it == sessions_.end()) return;
-  auto& a = *it->second;
-  Tombstone t;
-  t.id = id;
-  t.name = a.name;
-  t.cmd = a.cmd;
-  t.cwd = a.cwd;
-  t.reason = a.end_reason.value_or("exited");
-  if (const auto& v = a.s->verdict()) {
-    t.status = v->status;
-    if (v->denial) t.denial = v->denial->describe();
-  }
-  t.killed_by = a.killed_by;
-  t.ended_wall = a.ended_wall;
-  t.ended = a.ended_at;
-  const auto& ring = a.s->output();
-  t.last_output = ring.read_from(ring.total() > 1024 ? ring.total() - 1024 : 0, 1024).text();
-  // Drop any call still pointing at it.
-  std::vector<CallId> stale;
-  for (auto& [cid, c] : calls_)
-    if (c->sid == id) stale.push_back(cid);
-  for (CallId cid : stale) cancel(cid);
-  a.sub.reset();
-  if (on_forget) on_forget(id);
-  pm_.remove(std::to_string(id));
-  sessions_.erase(it);
-  tombstones_[id] = std::move(t);
-  tombstone_order_.push_back(id);
-  while (tombstone_order_.size() > cfg_.tombstones_max) {
-    tombstones_.erase(tombstone_order_.front());
-    tombstone_order_.pop_front();
-  }
 }
 
 // ---- the tools ---------------------------------------------------------------------------------
 
 namespace {
 // A call's wait that starts when it gets its turn on the session, for `yield` ms, no settle.
-template <class CallT, class SessionT>
-std::function<Result<void>(CallT&, SessionT&)> make_wait_from_turn(long yield) {
-  return [yield](CallT& call, SessionT&) -> Result<void> {
-    call.t0 = call.settle_end = Clock::now();
-    call.deadline = call.t0 + milliseconds{yield};
+std::function<Result<void>(Call&, AgentSession&)> wait_from_turn(long yield) {
+  return [yield](Call& call, AgentSession& a) -> Result<void> {
+    call.wait.start(*a.session, Clock::now(), milliseconds{0}, milliseconds{yield});
     return {};
   };
 }
@@ -921,75 +265,72 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
   for (auto* t : {&p.timeout_ms, &p.idle_timeout_ms})
     if (*t && **t < 1000) return reject("timeout_ms and idle_timeout_ms must be at least 1000");
   if (p.view == View::kScreen && !p.tty) return reject("view \"screen\" needs tty=true (a pipe has no screen)");
-  std::string cwd = default_cwd_;
-  if (p.workdir && !p.workdir->empty()) cwd = (*p.workdir)[0] == '/' ? *p.workdir : default_cwd_ + "/" + *p.workdir;
+  std::string cwd = resolve_workdir(default_cwd_, p.workdir);
   struct stat st {};
   if (::stat(cwd.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     return reject(fmt::format("workdir {} is not an existing directory", cwd));
 
   long requested = p.yield_time_ms.value_or(cfg_.exec_yield_default.count());
-  long yield = clamp(requested, cfg_.yield_min.count(), cfg_.yield_max.count());
-  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
+  long yield = clamp_arg(requested, cfg_.yield_min.count(), cfg_.yield_max.count());
+  std::size_t budget = output_budget(p.max_output_tokens, cfg_);
   Until until = p.until.value_or(Until{});
   if (!p.until) until.awaiting_input = true;
 
   // Named sessions: the same name and command again is the running one.
-  std::optional<std::string> reuse_line;
   if (p.name) {
-    for (auto& [id, a] : sessions_) {
-      if (a->ended || a->name != *p.name) continue;
-      if (a->cmd == p.cmd && a->cwd == cwd && a->tty == p.tty) {
-        Call* c = new_call(kWrite, id, std::move(done));
-        c->on_delta = std::move(p.on_delta);
-        c->until = until;
-        c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
-        c->lines.push_back(fmt::format("Session name: {} (existing)", *p.name));
-        c->view = p.view;
-        c->on_begin = make_wait_from_turn<Call, AgentSession>(yield);
-        CallId cid = c->id;
-        enqueue(c);
+    if (AgentSession* a = registry_.find_named(*p.name)) {
+      const long id = a->id;
+      if (a->cmd() == p.cmd && a->session->cwd() == cwd && a->session->tty() == p.tty) {
+        Call& c = new_call(CallKind::kWrite, id, std::move(done));
+        c.on_delta = std::move(p.on_delta);
+        c.wait = UntilWait(until);
+        c.budget = budget;
+        c.lines.push_back(fmt::format("Session name: {} (existing)", *p.name));
+        c.view = p.view;
+        c.on_begin = wait_from_turn(yield);
+        CallId cid = c.id;
+        calls_.enqueue(c);
         return cid;
       }
       if (!p.replace)
         return reject(fmt::format(
             "session name {} is used by session {} running `{}`; pass replace=true to restart it or choose another name",
-            *p.name, id, a->cmd));
+            *p.name, id, a->cmd()));
       a->killed_by = "exec_command replace";
-      a->name.reset();
-      mark_ended(*a, "killed");
-      a->s->terminate();
-      break;
+      a->session->set_name("");
+      registry_.mark_ended(*a, "killed");
+      a->session->terminate();
     }
   }
 
-  Call* c = new_call(kExec, 0, std::move(done));
-  c->on_delta = std::move(p.on_delta);
-  c->until = until;
-  c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
-  c->yield_requested = requested;
-  c->yield_capped = requested > cfg_.yield_max.count();
-  c->view = p.view;
-  if (p.name) c->lines.push_back(fmt::format("Session name: {}", *p.name));
-  c->on_begin = make_wait_from_turn<Call, AgentSession>(yield);
-  CallId cid = c->id;
+  Call& c = new_call(CallKind::kExec, 0, std::move(done));
+  c.on_delta = std::move(p.on_delta);
+  c.wait = UntilWait(until);
+  c.budget = budget;
+  c.yield_requested = requested;
+  c.yield_capped = requested > cfg_.yield_max.count();
+  c.view = p.view;
+  if (p.name) c.lines.push_back(fmt::format("Session name: {}", *p.name));
+  c.on_begin = wait_from_turn(yield);
+  CallId cid = c.id;
   if (sandbox_profile_ && !p.attempt && p.approvals && approval_policy_ != policy::ApprovalPolicy::kNever) {
     run_orchestrated(c, std::move(p), cwd);
-    return calls_.count(cid) ? cid : 0;
+    return calls_.find(cid) ? cid : 0;
   }
-  auto id = start_session(p, c);
+  auto id = start_session(p, &c);
   if (!id) {
     fail(c, std::move(id).error());
     return 0;
   }
-  c->sid = *id;
-  enqueue(c);
+  c.sid = *id;
+  calls_.enqueue(c);
   return cid;
 }
 
 // The orchestrator decides the attempts (docs/sandbox.md §6): each RunAttempt starts a session for
 // this call; the call's finish reports the outcome; a retry re-points the call at a new,
 // unsandboxed session; the result answers with the last attempt's response.
-void ExecService::run_orchestrated(Call* c, ExecParams p, const std::string& cwd) {
+void ExecService::run_orchestrated(Call& c, ExecParams p, const std::string& cwd) {
   policy::ToolCall tc;
   tc.argv = {"bash", "-lc", p.cmd};  // what the person approving reads; known_safe unwraps it
   tc.cwd = cwd;
@@ -1001,28 +342,23 @@ void ExecService::run_orchestrated(Call* c, ExecParams p, const std::string& cwd
   auto orchestrator = p.approvals;
   auto params = std::make_shared<ExecParams>(std::move(p));
   params->approvals.reset();  // no cycle: the orchestrator holds these callbacks
-  const CallId cid = c->id;
+  const CallId cid = c.id;
   auto run_attempt = [this, cid, params](const policy::SandboxAttempt& attempt,
                                          std::function<void(policy::AttemptOutcome)> report) {
-    auto it = calls_.find(cid);
-    if (it == calls_.end()) {  // cancelled meanwhile (say, while an approval was asked): nothing runs,
+    Call* call = calls_.find(cid);
+    if (!call) {  // cancelled meanwhile (say, while an approval was asked): nothing runs,
       policy::AttemptOutcome o;  // and the orchestration ends, releasing what it holds
       o.kind = policy::AttemptOutcome::Kind::kFailed;
       o.error = "the call was cancelled";
       return report(o);
     }
-    Call* call = it->second.get();
     ExecParams q = *params;
     q.attempt = attempt;
     q.require_escalated = false;
     if (call->sid != 0) {  // the retry: a fresh response for the new session
       call->lines.push_back(fmt::format("Sandbox denied session {}; retried without the sandbox (approved)", call->sid));
       call->held.reset();
-      call->fired.reset();
-      call->match_text.reset();
-      call->match_offset.reset();
-      call->port_match.reset();
-      call->awaiting.reset();
+      call->wait.clear_outcome();
     }
     auto id = start_session(q, call);
     if (!id) {
@@ -1033,29 +369,28 @@ void ExecService::run_orchestrated(Call* c, ExecParams p, const std::string& cwd
     }
     call->sid = *id;
     call->attempt_done = std::move(report);
-    enqueue(call);
+    calls_.enqueue(*call);
   };
   auto result = [this, cid, cmd = params->cmd](policy::CallResult r) {
-    auto it = calls_.find(cid);
-    if (it == calls_.end()) return;
-    Call* call = it->second.get();
+    Call* call = calls_.find(cid);
+    if (!call) return;
     if (!call->held) {  // rejected, aborted or failed before anything ran
-      if (r.kind == policy::CallResult::Kind::kFailed) return fail(call, tool_error(r.message));  // says it all
+      if (r.kind == policy::CallResult::Kind::kFailed) return fail(*call, tool_error(r.message));  // says it all
       std::string why = r.kind == policy::CallResult::Kind::kAborted ? "aborted: " + r.message : r.message;
-      return fail(call, tool_error(fmt::format("exec_command failed for `{}`: {}", cmd, why)));
+      return fail(*call, tool_error(fmt::format("exec_command failed for `{}`: {}", cmd, why)));
     }
     Response resp = std::move(*call->held);
     if (r.kind == policy::CallResult::Kind::kDenied && !r.message.empty()) resp.text += "\nSandbox: " + r.message;
     if (r.kind == policy::CallResult::Kind::kAborted) resp.text += "\nSandbox: " + r.message;
     Reply reply = std::move(call->reply);
-    calls_.erase(it);
+    calls_.erase(*call);
     if (reply) reply(std::move(resp));
   };
   orchestrator->run(tc, std::move(run_attempt), std::move(result));
 }
 
 CallId ExecService::write_stdin(WriteParams p, Reply done) {
-  auto target = find_target(p.session_id, p.name, "write_stdin", false);
+  auto target = registry_.find_target(p.session_id, p.name, "write_stdin", false);
   if (!target) {
     done(std::move(target).error());
     return 0;
@@ -1073,108 +408,57 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
     }
     keys.push_back(canon);
   }
-  if (!a->tty && std::find(keys.begin(), keys.end(), "ctrl-z") != keys.end()) {
+  if (!a->session->tty() && std::find(keys.begin(), keys.end(), "ctrl-z") != keys.end()) {
     done(tool_error("write_stdin failed: ctrl-z needs a tty session"));
     return 0;
   }
-  if (p.view == View::kScreen && !a->tty) {
+  if (p.view == View::kScreen && !a->session->tty()) {
     done(tool_error("write_stdin failed: view \"screen\" needs a tty session (a pipe has no screen)"));
     return 0;
   }
   bool empty = p.chars.empty() && keys.empty() && !p.close_stdin;
   long requested = p.yield_time_ms.value_or(cfg_.write_yield_default.count());
-  long yield = empty ? clamp(requested, cfg_.poll_min.count(), std::max(cfg_.poll_max.count(), cfg_.poll_min.count()))
-                     : clamp(requested, cfg_.yield_min.count(), cfg_.yield_max.count());
-  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
+  long yield = empty ? clamp_arg(requested, cfg_.poll_min.count(), std::max(cfg_.poll_max.count(), cfg_.poll_min.count()))
+                     : clamp_arg(requested, cfg_.yield_min.count(), cfg_.yield_max.count());
   Until until = p.until.value_or(Until{});
   if (!p.until) until.awaiting_input = true;
 
-  Call* c = new_call(kWrite, a->id, std::move(done));
-  c->on_delta = std::move(p.on_delta);
-  c->until = until;
-  c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
-  c->yield_requested = requested;
-  c->yield_capped = !empty && requested > cfg_.yield_max.count();
-  c->view = p.view;
+  Call& c = new_call(CallKind::kWrite, a->id, std::move(done));
+  c.on_delta = std::move(p.on_delta);
+  c.wait = UntilWait(until);
+  c.budget = output_budget(p.max_output_tokens, cfg_);
+  c.yield_requested = requested;
+  c.yield_capped = !empty && requested > cfg_.yield_max.count();
+  c.view = p.view;
   auto settle = cfg_.post_write_settle;
-  c->on_begin = [this, p = std::move(p), keys = std::move(keys), yield, empty, settle](Call& call,
-                                                                                      AgentSession& s) -> Result<void> {
-    auto* proc = s.s->process();
-    if (!empty) {
-      if (s.s->verdict() || s.s->finished()) {
-        call.input_delivered = false;
-      } else if (s.tty) {
-        if (p.secret) {
-          auto modes = pty::tty_modes(proc->master_fd());
-          if (!modes || modes->echo || !modes->icanon)
-            return tool_error(
-                "write_stdin failed: secret input refused: the terminal would echo it (ECHO is on or the program reads in "
-                "raw mode)");
-        }
-        std::string data = p.chars;
-        for (const auto& k : keys) data += *key_bytes(k, true, s.app_cursor);
-        if (p.close_stdin) data += "\x04";
-        if (auto r = s.s->write(data); !r) {
-          if (r.error().code == Errc::kLimit)
-            return tool_error("write_stdin failed: failed to write to stdin: stdin queue full: the process is not reading");
-          call.input_delivered = false;
-        }
-      } else {
-        bool only = keys.empty() || p.chars.empty();
-        bool ctrl_c = (p.chars == "\x03" && keys.empty()) || (p.chars.empty() && keys == std::vector<std::string>{"ctrl-c"});
-        bool ctrl_d = (p.chars == "\x04" && keys.empty()) || (p.chars.empty() && keys == std::vector<std::string>{"ctrl-d"});
-        bool ctrl_bs = p.chars.empty() && keys == std::vector<std::string>{"ctrl-\\"};
-        (void)only;
-        if (ctrl_c) {
-          (void)s.s->signal(SIGINT, pty::SignalTarget::kGroup);
-        } else if (ctrl_bs) {
-          (void)s.s->signal(SIGQUIT, pty::SignalTarget::kGroup);
-        } else if (ctrl_d || (p.close_stdin && p.chars.empty() && keys.empty())) {
-          if (proc->stdin_pipe_fd() >= 0) (void)s.s->close_stdin();
-        } else {
-          if (proc->stdin_pipe_fd() < 0)
-            return tool_error(
-                "write_stdin failed: stdin is closed for this session; rerun exec_command with tty=true or "
-                "pipe_stdin=true to keep stdin open");
-          if (p.secret) {
-            // A pipe does not echo: secret input is fine here.
-          }
-          std::string data = p.chars;
-          for (const auto& k : keys) data += *key_bytes(k, false, false);
-          if (auto r = s.s->write(data); !r) {
-            if (r.error().code == Errc::kLimit)
-              return tool_error(
-                  "write_stdin failed: failed to write to stdin: stdin queue full: the process is not reading");
-            return tool_error("write_stdin failed: failed to write to stdin: " + r.error().message());
-          }
-          if (p.close_stdin) (void)s.s->close_stdin();
-        }
-      }
-      s.last_input = Clock::now();
-      s.awaiting_reported = false;
+  StdinInput input{std::move(p.chars), std::move(keys), p.close_stdin, p.secret};
+  c.on_begin = [input = std::move(input), yield, settle](Call& call, AgentSession& view) -> Result<void> {
+    if (!input.empty()) {
+      auto delivered = deliver_stdin(*view.session, input, view.cursor_keys.application());
+      if (!delivered) return std::move(delivered).error();
+      call.input_delivered = *delivered;
+      view.input.saw_input(Clock::now());
     }
-    call.t0 = Clock::now();
-    call.settle_end = call.t0 + (empty ? milliseconds{0} : settle);
-    call.deadline = call.t0 + milliseconds{yield} + (empty ? milliseconds{0} : settle);
+    call.wait.start(*view.session, Clock::now(), input.empty() ? milliseconds{0} : settle, milliseconds{yield});
     return {};
   };
-  CallId cid = c->id;
-  enqueue(c);
+  CallId cid = c.id;
+  calls_.enqueue(c);
   return cid;
 }
 
 CallId ExecService::kill_session(KillParams p, Reply done) {
-  auto target = find_target(p.session_id, p.name, "kill_session", true);
+  auto target = registry_.find_target(p.session_id, p.name, "kill_session", true);
   if (!target) {
     // An id that ended and was collapsed into a tombstone still succeeds (idempotent).
-    if (p.session_id && tombstones_.count(*p.session_id)) {
-      const auto& t = tombstones_.at(*p.session_id);
+    if (auto t = p.session_id ? registry_.tombstone(*p.session_id) : std::nullopt) {
+      const long id = *p.session_id;
       Response r;
       r.chunk_id = new_chunk_id();
-      r.session = t.id;
+      r.session = id;
       r.state = "exited";
-      if (t.status) r.exit_code = t.status->shell_code();
-      Envelope env{r.chunk_id, 0, r.exit_code.value_or(0), t.id, {tombstone_text(t.id)}, 0, ""};
+      if (t->ending.status) r.exit_code = t->ending.status->shell_code();
+      Envelope env{r.chunk_id, 0, r.exit_code.value_or(0), id, {registry_.unknown_id_text(id)}, 0, ""};
       r.text = render_envelope(env);
       done(std::move(r));
       return 0;
@@ -1190,231 +474,36 @@ CallId ExecService::kill_session(KillParams p, Reply done) {
     done(tool_error("kill_session failed: signal must be one of interrupt, terminate, kill, hangup, quit"));
     return 0;
   }
-  long grace = clamp(p.grace_ms, 0, 30000);
-  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
-  if (!a->s->finished()) {
+  long grace = clamp_arg(p.grace_ms, 0, 30000);
+  if (!a->session->finished()) {
     a->killed_by = "kill_session";
     if (sig->second == SIGTERM) {
-      a->s->terminate(milliseconds{grace});
+      a->session->terminate(milliseconds{grace});
     } else {
-      (void)a->s->signal(sig->second, a->tty ? pty::SignalTarget::kForeground : pty::SignalTarget::kGroup);
+      (void)a->session->signal(sig->second,
+                               a->session->tty() ? pty::SignalTarget::kForeground : pty::SignalTarget::kGroup);
     }
   }
-  Call* c = new_call(kKill, a->id, std::move(done));
-  c->budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
-  c->t0 = c->settle_end = Clock::now();
+  Call& c = new_call(CallKind::kKill, a->id, std::move(done));
+  c.budget = output_budget(p.max_output_tokens, cfg_);
   // terminate escalates to SIGKILL at `grace`; allow the kill and the reap to land.
-  c->deadline = c->t0 + milliseconds{grace} + (sig->second == SIGTERM ? milliseconds{500} : milliseconds{0});
-  c->started = true;
-  c->scan = a->s->output().total();
-  CallId cid = c->id;
+  c.wait.start(*a->session, Clock::now(), milliseconds{0},
+               milliseconds{grace} + (sig->second == SIGTERM ? milliseconds{500} : milliseconds{0}));
+  c.started = true;  // not queued: it runs beside the front call
+  CallId cid = c.id;
   evaluate(c);
   return cid;
 }
 
-Result<Response> ExecService::read_output(const ReadParams& p) {
-  auto target = find_target(p.session_id, p.name, "read_output", true);
-  if (!target) return std::move(target).error();
-  AgentSession* a = *target;
-  const auto& ring = a->s->output();
-  auto t0 = Clock::now();
-  long tokens = clamp(p.max_output_tokens.value_or(cfg_.max_output_tokens), 0, cfg_.max_output_tokens_cap);
-  std::size_t budget = static_cast<std::size_t>(tokens * cfg_.bytes_per_token);
-  Offset first = ring.head_end() < ring.tail_start() && ring.head_end() == 0 ? ring.tail_start() : 0;
-  Response r;
-  r.session = a->id;
-  r.name = a->name;
-  std::string body;
-  Offset range_from = 0, range_to = 0;
-  if (p.view == View::kScreen) {
-    if (p.grep || p.offset || p.length || p.tail_lines)
-      return tool_error("read_output failed: view \"screen\" shows the current screen; it cannot be combined with "
-                        "grep, offset, length or tail_lines");
-    auto sc = screen_view(*a->s, budget);
-    if (!sc) return tool_error("read_output failed: " + sc.error().context);
-    body = std::move(sc->first);
-    r.screen = sc->second;
-    range_from = range_to = ring.total();
-  } else if (p.grep) {
-    auto compiled = compile_client_regex(*p.grep, p.ignore_case);
-    if (!compiled)
-      return tool_error(fmt::format("read_output failed: invalid grep pattern: {}", compiled.error().context));
-    const std::regex& re = **compiled;
-    // Walk retained lines with absolute numbers; show hits with context.
-    Collected col = collect(ring, first, false);
-    std::uint64_t tail_lines = 0;
-    std::string tail_raw = col.raw.substr(col.gap > 0 ? col.gap_at : col.raw.size());
-    for (char ch : tail_raw) tail_lines += ch == '\n';
-    struct Line {
-      std::uint64_t no;
-      Offset off;
-      std::string text;
-    };
-    std::vector<Line> lines;
-    auto split = [&](std::string_view raw, Offset base, std::uint64_t first_no) {
-      std::size_t pos = 0;
-      std::uint64_t no = first_no;
-      while (pos < raw.size()) {
-        std::size_t nl = raw.find('\n', pos);
-        std::size_t end = nl == std::string_view::npos ? raw.size() : nl;
-        lines.push_back({no++, base + pos, session::lossy_decode(strip_ansi(raw.substr(pos, end - pos)))});
-        pos = end + 1;
-      }
-    };
-    std::string_view raw(col.raw);
-    if (col.gap > 0) {
-      split(raw.substr(0, col.gap_at), col.start, 1);
-      // The tail's first line number: total newlines minus those in the tail, plus one.
-      std::uint64_t tail_first = ring.newlines() - tail_lines + 1;
-      split(raw.substr(col.gap_at), col.start + col.gap_at + col.gap, tail_first);
-    } else {
-      split(raw, col.start, 1);
-    }
-    long ctx = clamp(p.context, 0, 10);
-    long hits = 0;
-    std::size_t last_shown = SIZE_MAX;
-    for (std::size_t i = 0; i < lines.size() && hits < p.max_matches; ++i) {
-      if (!std::regex_search(lines[i].text, re)) continue;
-      ++hits;
-      std::size_t from = i >= static_cast<std::size_t>(ctx) ? i - static_cast<std::size_t>(ctx) : 0;
-      std::size_t to = std::min(lines.size() - 1, i + static_cast<std::size_t>(ctx));
-      if (last_shown != SIZE_MAX && from > last_shown + 1) body += "--\n";
-      for (std::size_t k = std::max(from, last_shown == SIZE_MAX ? 0 : last_shown + 1); k <= to; ++k)
-        body += fmt::format("L{}@{}{} {}\n", lines[k].no, lines[k].off, k == i ? ":" : "-", lines[k].text);
-      last_shown = to;
-    }
-    if (col.gap > 0) body += fmt::format("[bytes {}-{} dropped from retention]\n", col.start + col.gap_at,
-                                        col.start + col.gap_at + col.gap);
-    if (hits == 0) body += "(no match)\n";
-    range_from = col.start;
-    range_to = col.end;
-  } else {
-    Offset from = p.offset.value_or(first);
-    Offset to;
-    if (p.tail_lines) {
-      // The last N lines of the retained tail.
-      Collected all = collect(ring, first, false);
-      std::string_view raw(all.raw);
-      long n = std::max(1L, *p.tail_lines);
-      std::size_t pos = raw.size();
-      if (pos > 0 && raw[pos - 1] == '\n') --pos;
-      for (long k = 0; k < n && pos > 0; ++k) {
-        auto nl = raw.rfind('\n', pos - 1);
-        pos = nl == std::string_view::npos ? 0 : nl + 1;
-        if (nl == std::string_view::npos) break;
-        if (k + 1 < n) pos = nl;
-      }
-      from = all.start + pos + (all.gap > 0 && pos >= all.gap_at ? all.gap : 0);
-      to = ring.total();
-    } else {
-      to = p.length ? std::min<Offset>(ring.total(), from + *p.length) : ring.total();
-    }
-    Collected col = collect(ring, from, false);
-    trim_collected(col, to);
-    Body b = render_body(col, budget, a->id, cfg_.envelope_extensions, cfg_.bytes_per_token);
-    body = std::move(b.text);
-    r.omitted = b.omitted;
-    r.original_token_count = b.original_tokens;
-    range_from = col.start;
-    range_to = col.end;
-  }
-  r.chunk_id = new_chunk_id();
-  r.wall_time_seconds = seconds(Clock::now() - t0);
-  r.output = body;
-  r.range_offset = range_from;
-  r.range_length = range_to - range_from;
-  Envelope env;
-  env.chunk_id = r.chunk_id;
-  env.wall_time_seconds = r.wall_time_seconds;
-  env.session_id = a->id;
-  r.session = a->id;
-  r.output_closed = a->s->output_closed();
-  std::vector<std::string> lingering;
-  if (const auto& v = a->s->verdict()) {
-    r.exit_code = v->status.shell_code();
-    env.exit_code = r.exit_code;
-    r.state = "exited";
-    report_lingering(*a->s, r, lingering);
-  } else {
-    r.session_id = a->id;
-    r.state = "running";
-  }
-  env.extra.push_back(r.screen ? screen_line(*r.screen)
-                              : fmt::format("Range: bytes {}-{} of {}", range_from, range_to, ring.total()));
-  env.extra.insert(env.extra.end(), lingering.begin(), lingering.end());
-  env.original_tokens = r.original_token_count;
-  env.body = body;
-  r.text = render_envelope(env);
-  return r;
-}
+Result<Response> ExecService::read_output(const ReadParams& p) { return agent::read_output(registry_, p, cfg_); }
 
-ListResult ExecService::list_sessions(const ListParams& p) {
-  ListResult out;
-  auto now = Clock::now();
-  for (auto& [id, a] : sessions_) {
-    if (a->ended && !p.include_exited) continue;
-    SessionRow row;
-    row.id = id;
-    row.name = a->name;
-    row.command = a->cmd.size() > 200 ? a->cmd.substr(0, 200) : a->cmd;
-    row.cwd = a->cwd;
-    row.tty = a->tty;
-    row.age_s = seconds(now - a->created);
-    row.idle_s = seconds(now - std::max(a->last_output, a->last_input));
-    const auto& ring = a->s->output();
-    row.unread_bytes = ring.total() - std::min(a->reader, ring.total());
-    row.retained_bytes = ring.retained();
-    row.omitted_bytes = ring.evicted();
-    Offset from = ring.total() > 4096 ? ring.total() - 4096 : 0;
-    row.last_line = last_line(ring.read_from(from, 4096).text(), 120);
-    if (const auto& v = a->s->verdict()) {
-      row.exit_code = v->status.shell_code();
-      if (v->status.signal) row.signal = pty::signal_name(v->status.signal);
-    }
-    row.killed_by = a->killed_by;
-    row.containment = session::tier_name(a->s->containment_tier());
-    if (a->ended)
-      row.state = "ended:" + a->end_reason.value_or("exited");
-    else if (a->s->verdict())
-      row.state = "exited";
-    else if (detect_awaiting(*a, true))
-      row.state = "awaiting_input";
-    else
-      row.state = "running";
-    out.rows.push_back(std::move(row));
-  }
-  if (p.include_exited) {
-    int shown = 0;
-    for (auto it = tombstone_order_.rbegin(); it != tombstone_order_.rend() && shown < 20; ++it) {
-      const auto& t = tombstones_.at(*it);
-      if (now - t.ended > std::chrono::minutes{10}) break;
-      SessionRow row;
-      row.id = t.id;
-      row.name = t.name;
-      row.command = t.cmd;
-      row.cwd = t.cwd;
-      row.state = "ended:" + t.reason;
-      if (t.status) row.exit_code = t.status->shell_code();
-      row.killed_by = t.killed_by;
-      row.age_s = seconds(now - t.ended);
-      out.rows.push_back(std::move(row));
-      ++shown;
-    }
-  }
-  out.text = "ID NAME STATE AGE IDLE TTY EXIT COMMAND\n";
-  for (const auto& r : out.rows)
-    out.text += fmt::format("{} {} {} {} {} {} {} {}\n", r.id, r.name.value_or("-"), r.state,
-                            age_text(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.age_s))),
-                            age_text(std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(r.idle_s))),
-                            r.tty ? "yes" : "no", r.exit_code ? std::to_string(*r.exit_code) : "-", r.command);
-  return out;
-}
+ListResult ExecService::list_sessions(const ListParams& p) { return agent::list_sessions(registry_, p, cfg_); }
 
 void ExecService::shutdown(std::function<void()> done) {
-  for (auto& [id, a] : sessions_) {
-    if (a->s->finished()) continue;
+  for (const auto& [id, a] : registry_.records()) {
+    if (a->session->finished()) continue;
     if (!a->killed_by) a->killed_by = "manager shutdown";
-    a->s->terminate();
+    a->session->terminate();
   }
   shutdown_done_ = std::move(done);
   shutdown_deadline_ = Clock::now() + pm_.config().terminate_grace + milliseconds{500};
@@ -1422,7 +511,8 @@ void ExecService::shutdown(std::function<void()> done) {
 }
 
 void ExecService::check_shutdown() {
-  bool all = std::all_of(sessions_.begin(), sessions_.end(), [](auto& kv) { return kv.second->s->finished(); });
+  const auto& records = registry_.records();
+  bool all = std::all_of(records.begin(), records.end(), [](auto& kv) { return kv.second->session->finished(); });
   if (all || Clock::now() >= shutdown_deadline_) {
     shutdown_timer_.stop();
     auto fn = std::move(shutdown_done_);

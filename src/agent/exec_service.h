@@ -1,42 +1,42 @@
 // exec_service.h: the agent tools over the session core: exec_command, write_stdin,
-// kill_session, read_output and list_sessions (docs/agent.md), shared by MCP and, later,
-// the native exec/* methods. C++ types in and out; the rpc layer turns them into JSON.
+// kill_session, read_output and list_sessions (docs/agent.md), shared by MCP and the native
+// exec/* methods. C++ types in and out; the rpc layer turns them into JSON.
 //
-// A call is a Waiter on one session. Calls on a session run FIFO (the session's queue); the
-// front call takes its t0 when it gets the turn, and its wait ends by the first rule of §2.3
-// that holds, re-evaluated on every wake (output, exited, closed, its one timer):
-//   1. closed;  2. exited, and closed or min(t_x + 50 ms, D);  3. an `until` condition
-//   (after the post-write settle);  4. the deadline D.
-// The response is built at return from the owner's reader to the ring's end (minus a held-back
-// partial UTF-8 sequence), and only then does the reader advance, so a cancelled call
-// consumes nothing. Sessions belong to the service from spawn on: a cancelled or abandoned
-// call never kills its process.
+// ExecService checks each tool's arguments, spawns, writes input and signals, and joins the
+// parts that each hold one concern:
 //
-//   spawn ──► grace (150 ms) ──► counted (64 max, LRU pruning, warning at 60)
-//                │ exit inside the grace: never counted
-//   exit delivered to the agent ──► ended: output readable for ended_linger ──► tombstone
+//   registry.h         ids, the records (AgentSession: the agent's view of a Session), the
+//                      grace ──► counted ──► ended ──► tombstone lifecycle, names
+//   call_queue.h       the running calls (call.h), FIFO per session, their turns and timers
+//   until.h            when a call's wait ends: the rules of docs/agent.md §2.3 and `until`
+//   response_builder.h the response of a call whose wait ended
+//   stdin_input.h      how write_stdin's chars and keys reach the session
+//   read_output.h, list_sessions.h   the two queries
 //
-// Tombstones (4096) answer for ended ids with why they ended. Loop thread only.
+// A call's life: accepted (arguments checked) ──► queued on its session ──► its turn: input
+// written, t0, the wait starts ──► re-evaluated on every wake (output, exited, closed, its
+// one timer) ──► response built from the owner's reader, reader advanced ──► reply. A
+// cancelled call consumes nothing, and sessions belong to the service from spawn on: a
+// cancelled or abandoned call never kills its process. Loop thread only.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
-#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "agent/envelope.h"
-#include "agent/probes.h"
+#include "agent/call_queue.h"
+#include "agent/list_sessions.h"
+#include "agent/read_output.h"
+#include "agent/registry.h"
+#include "agent/response.h"
+#include "agent/until.h"
 #include "base/config.h"
 #include "base/result.h"
 #include "loop/timer.h"
-#include "policy/denial.h"
 #include "policy/orchestrator.h"
 #include "policy/sandbox_attempt.h"
 #include "session/process_manager.h"
@@ -59,18 +59,6 @@ enum class ToolErrc {
   kSecretWouldEcho,
   kLoginDisabled,
 };
-
-struct Until {
-  std::optional<std::string> regex_src;
-  std::shared_ptr<const std::regex> regex;
-  std::optional<milliseconds> idle;
-  std::optional<int> port;
-  bool awaiting_input = false;
-};
-
-// What the output of a response shows: the new raw bytes (decoded), or the terminal's
-// screen after them (tty only: a TUI such as top, less or vim as text).
-enum class View { kRaw, kScreen };
 
 struct ExecParams {
   std::string cmd;
@@ -120,96 +108,6 @@ struct KillParams {
   long grace_ms = 1000;
   std::optional<long> max_output_tokens;
 };
-
-struct ReadParams {
-  std::optional<long> session_id;
-  std::optional<std::string> name;
-  std::optional<std::uint64_t> offset, length;
-  std::optional<long> tail_lines;
-  std::optional<std::string> grep;
-  bool ignore_case = false;
-  long context = 0;
-  long max_matches = 50;
-  std::optional<long> max_output_tokens;
-  View view = View::kRaw;
-};
-
-struct ListParams {
-  bool all = false;
-  bool include_exited = true;
-};
-
-struct AwaitingInput {
-  std::string kind;      // password | line | raw | pipe
-  std::string evidence;  // kernel | hint
-  std::string prompt;    // the last output line, <= 120 chars
-};
-
-// One response of exec_command / write_stdin / kill_session / read_output: the text
-// envelope plus the structured fields (§2.7).
-// The screen behind a View::kScreen response.
-struct ScreenInfo {
-  int rows = 0, cols = 0;
-  int cursor_row = 0, cursor_col = 0;  // 0-based
-  bool alt_screen = false;
-  std::string title;
-  bool exact = true;  // false: some output was evicted before the model saw it
-};
-
-struct Response {
-  std::string text;
-  std::string chunk_id;
-  double wall_time_seconds = 0;
-  std::string output;
-  std::optional<int> exit_code;
-  std::optional<long> session_id;  // null once the exit is reported
-  std::uint64_t original_token_count = 0;
-  long session = 0;
-  std::optional<std::string> name;
-  std::string state;  // running | awaiting_input | exited
-  std::optional<std::string> signal;
-  bool core_dumped = false;
-  std::optional<std::string> killed_by;
-  std::optional<std::string> fired;  // exit | regex | idle | port | awaiting_input
-  std::optional<std::string> match_text;
-  std::optional<std::uint64_t> match_offset;
-  std::optional<Listener> match_port;
-  std::optional<AwaitingInput> awaiting_input;
-  std::uint64_t range_offset = 0, range_length = 0;
-  std::vector<Omitted> omitted;
-  bool output_closed = false;
-  bool input_delivered = true;
-  std::size_t stdin_pending_bytes = 0;
-  std::vector<std::string> warnings;
-  std::optional<policy::SandboxDenied> sandbox_denied;
-  std::optional<ScreenInfo> screen;  // set for View::kScreen
-  // Descendants that outlived the leader: still running (killed when the session closes) or,
-  // once it closed, killed then.
-  std::vector<session::LingeringProcess> lingering;
-};
-
-struct SessionRow {
-  long id = 0;
-  std::optional<std::string> name;
-  std::string state;  // running | awaiting_input | exited | ended:<reason>
-  std::string command, cwd;
-  bool tty = false;
-  double age_s = 0, idle_s = 0;
-  std::uint64_t unread_bytes = 0;
-  std::optional<int> exit_code;
-  std::optional<std::string> signal, killed_by;
-  std::string last_line;
-  std::uint64_t retained_bytes = 0, omitted_bytes = 0;
-  std::string containment;  // cgroup | pid-namespace | tracked | none
-};
-
-struct ListResult {
-  std::string text;
-  std::vector<SessionRow> rows;
-};
-
-using Reply = std::function<void(base::Result<Response>)>;
-using CallId = std::uint64_t;
 
 // One entry of the event log: each session has exactly one start and one end, both naming
 // the exec_command call that started it (the end too, even after that call returned).
@@ -266,46 +164,21 @@ class ExecService {
   std::function<void(long id)> on_forget;
 
  private:
-  struct Call;
-  struct AgentSession;
-  struct Tombstone;
-
   std::optional<policy::PermissionProfile> sandbox_profile_;
   policy::Backend sandbox_backend_ = policy::Backend::kAuto;
   policy::ApprovalPolicy approval_policy_ = policy::ApprovalPolicy::kNever;
 
-  Call* new_call(int kind, long sid, Reply done);
-  void enqueue(Call* c);
-  void begin(Call* c);
-  void evaluate(Call* c);
-  void finish(Call* c);
-  long remove_call(Call* c);  // returns the call's session id; does not start the next call
-  void start_next(long sid);
+  Call& new_call(CallKind kind, long sid, Reply done);
+  void begin(Call& c);
+  void evaluate(Call& c);  // the wait's rules (until.h); at the end, finish
+  void finish(Call& c);    // builds the response and replies (or hands it to the orchestrator)
+  void fail(Call& c, base::Error e);
+  void stream_deltas(Call& c, const AgentSession& a);
   void check_shutdown();
-  void fail(Call* c, base::Error e);
-  Response build_response(AgentSession& a, Call& c);
-  base::Result<std::pair<std::string, ScreenInfo>> screen_view(session::Session& s, std::size_t budget);
-  static std::string screen_line(const ScreenInfo& info);
-  std::optional<AwaitingInput> detect_awaiting(AgentSession& a, bool require_quiet);
-  bool check_until(Call& c, AgentSession& a, Clock::time_point now, Clock::time_point* next);
-  bool scan_regex(Call& c, AgentSession& a);
-  void stream_deltas(Call& c, AgentSession& a);
 
   base::Result<long> start_session(const ExecParams& p, Call* c);
-  void run_orchestrated(Call* c, ExecParams p, const std::string& cwd);
-  void register_session(AgentSession& a);
-  void prune_one(std::vector<std::string>& warnings);
-  void mark_ended(AgentSession& a, const std::string& reason);
-  void sweep_ended();
-  void to_tombstone(long id);
-  long allocate_id();
-  AgentSession* live(long id);
-  base::Result<AgentSession*> find_target(const std::optional<long>& id, const std::optional<std::string>& name,
-                                          const char* tool, bool allow_ended);
-  std::string tombstone_text(long id) const;
-  bool issued(long id) const;
+  void run_orchestrated(Call& c, ExecParams p, const std::string& cwd);
   void on_activity(AgentSession& a);
-  void track_cursor_mode(AgentSession& a, session::Offset from);
   void log_event(SessionEvent e);
 
   session::ProcessManager& pm_;
@@ -313,14 +186,8 @@ class ExecService {
   base::AgentConfig cfg_;
   std::vector<std::string> base_env_;
   std::string default_cwd_;
-  std::map<long, std::unique_ptr<AgentSession>> sessions_;
-  std::map<long, Tombstone> tombstones_;
-  std::deque<long> tombstone_order_;
-  std::vector<bool> issued_;
-  long next_deterministic_id_ = 1000;
-  std::unordered_map<CallId, std::unique_ptr<Call>> calls_;
-  CallId next_call_ = 1;
-  loop::Timer sweep_;
+  SessionRegistry registry_;  // agent sessions by id, their lifecycle and tombstones
+  CallQueue calls_;           // the running calls, FIFO per session
   loop::Timer shutdown_timer_;
   std::function<void()> shutdown_done_;
   Clock::time_point shutdown_deadline_{};
