@@ -26,7 +26,7 @@
 #include "rpc/base64.h"
 #include "rpc/c_strings.h"
 #include "rpc/file_uri.h"
-#include "rpc/json_depth.h"
+#include "rpc/json_rpc.h"
 #include "rpc/sandbox_params.h"
 #include "rpc/sha256.h"
 #include "session/utf8_cut.h"
@@ -37,8 +37,6 @@ using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-constexpr int kInvalidRequest = -32600, kMethodNotFound = -32601, kInvalidParams = -32602, kInternal = -32603;
 
 std::string new_uuid() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -614,67 +612,43 @@ void ExecServer::Connection::out(std::string line) {
   if (!waiting_for_drain_ && !writable()) resume_when_drained();
 }
 
-void ExecServer::Connection::reply(const json& id, json result) {
-  out(json{{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}}.dump(-1, ' ', false,
-                                                                                   json::error_handler_t::replace));
-}
+void ExecServer::Connection::reply(const json& id, json result) { out(encode_result(id, std::move(result))); }
 
 void ExecServer::Connection::error(const json& id, int code, const std::string& message, json data) {
-  json err = {{"code", code}, {"message", message}};
-  if (!data.is_null()) err["data"] = std::move(data);
-  out(json{{"jsonrpc", "2.0"}, {"id", id}, {"error", std::move(err)}}.dump(-1, ' ', false,
-                                                                               json::error_handler_t::replace));
+  out(encode_error(id, code, message, std::move(data)));
 }
 
 void ExecServer::Connection::send_raw(std::string line) { out(std::move(line)); }
 
 void ExecServer::Connection::notify(const std::string& method, json params) {
-  out(json{{"jsonrpc", "2.0"}, {"method", method}, {"params", std::move(params)}}.dump(
-      -1, ' ', false, json::error_handler_t::replace));
+  out(encode_notification(method, std::move(params)));
 }
 
 void ExecServer::Connection::handle_oversize(std::size_t limit) {
-  error(-1, kInvalidRequest, fmt::format("message larger than {} bytes", limit),
-        {{"kind", "messageTooLarge"}, {"limit", limit}});
+  JsonRpcMessage m = oversize_message(limit, kNativeDialect);
+  error(m.id, m.code, m.message, std::move(m.data));
 }
 
 void ExecServer::Connection::handle_line(std::string_view line) {
-  if (json_nested_deeper_than(line, kMaxJsonDepth))
-    return error(-1, kInvalidRequest,
-                 fmt::format("failed to parse JSON-RPC message: nested deeper than {} levels", kMaxJsonDepth),
-                 {{"kind", "parseError"}, {"detail", "too deep"}});
-  json msg = json::parse(line.begin(), line.end(), nullptr, false);
-  if (msg.is_discarded() || !msg.is_object()) {
-    std::string why = msg.is_discarded() ? "invalid JSON" : (msg.is_array() ? "batches are not supported" : "not an object");
-    return error(-1, kInvalidRequest, "failed to parse JSON-RPC message: " + why, {{"kind", "parseError"}});
+  JsonRpcMessage m = decode_json_rpc_line(line, kNativeDialect);
+  switch (m.kind) {
+    case JsonRpcMessage::kInvalid: return error(m.id, m.code, m.message, std::move(m.data));
+    case JsonRpcMessage::kResponse: return on_response(m.response);  // to our approval/request
+    case JsonRpcMessage::kNotification:
+      if (m.method == "initialized") {
+        if (initialize_replied_) initialized_ = true;
+      } else {
+        UEXEC_LOG(kInfo, "ignoring notification {}", m.method);
+      }
+      return;
+    case JsonRpcMessage::kRequest: break;
   }
-  json id = msg.contains("id") ? msg["id"] : json();
-  bool valid_id = id.is_string() || id.is_number_integer();
-  if (msg.contains("jsonrpc") && msg["jsonrpc"] != "2.0")
-    return error(valid_id ? id : json(-1), kInvalidRequest, "invalid request: \"jsonrpc\" must be \"2.0\"",
-                 {{"kind", "invalidRequest"}});
-  if (!msg.contains("method")) return on_response(msg);  // to our approval/request
-  if (!msg["method"].is_string())
-    return error(valid_id ? id : json(-1), kInvalidRequest, "invalid request: method must be a string",
-                 {{"kind", "invalidRequest"}});
-  std::string method = msg["method"];
-  json params = msg.contains("params") && !msg["params"].is_null() ? msg["params"] : json::object();
-  if (!msg.contains("id")) {
-    if (method == "initialized") {
-      if (initialize_replied_) initialized_ = true;
-    } else {
-      UEXEC_LOG(kInfo, "ignoring notification {}", method);
-    }
-    return;
-  }
-  if (!valid_id) return error(-1, kInvalidRequest, "invalid request: id must be a string or an integer", {{"kind", "invalidRequest"}});
-  if (!params.is_object()) return error(id, kInvalidParams, "params must be an object", {{"kind", "invalidParams"}});
   try {
-    request(id, method, params);
+    request(m.id, m.method, m.params);
   } catch (const ParamError& e) {
-    error(id, e.code, e.message, e.data);
+    error(m.id, e.code, e.message, e.data);
   } catch (const json::exception& e) {
-    error(id, kInvalidParams, std::string("invalid params: ") + e.what(), {{"kind", "invalidParams"}});
+    error(m.id, kInvalidParams, std::string("invalid params: ") + e.what(), {{"kind", "invalidParams"}});
   }
 }
 
@@ -911,7 +885,7 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
   policy::SandboxAttempt attempt = policy::SandboxAttempt::none();
   auto unavailable = [&](const base::Error& e) {
     std::string reason = e.context.substr(0, e.context.find(':'));
-    return error(id, kInternal, "sandbox unavailable: " + e.context,
+    return error(id, kInternalError, "sandbox unavailable: " + e.context,
                  {{"kind", "sandboxUnavailable"}, {"backend", "auto"}, {"reason", reason}});
   };
   if (params.contains("sandbox")) {
@@ -942,7 +916,7 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
           Process& e = *other;
           if (opt_bool(params, "subscribe").value_or(true) && !e.subs.count(session_)) {
             if (e.subs.size() >= server_.opts_.max_subscribers)
-              return error(id, kInternal,
+              return error(id, kInternalError,
                            fmt::format("process {} has {} subscribers, the most it may have", e.id,
                                        server_.opts_.max_subscribers),
                            {{"kind", "limitReached"}, {"limit", "subscribers"}, {"max", server_.opts_.max_subscribers}});
@@ -978,7 +952,7 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
                  {{"kind", "processExists"}, {"processId", pid}, {"state", p->s->finished() ? "closed" : "running"}});
   }
   if (server_.processes() >= server_.opts_.max_processes)
-    return error(id, kInternal, "process limit reached",
+    return error(id, kInternalError, "process limit reached",
                  {{"kind", "limitReached"}, {"limit", "processes"}, {"max", server_.opts_.max_processes}});
   req.id = session_->id + "/" + pid;
   auto started = server_.pm_.start(req, attempt);
@@ -987,14 +961,14 @@ void ExecServer::Connection::m_start(const json& id, const json& params) {
     if (e.code == base::Errc::kPolicy) return unavailable(e);
     if (e.code == base::Errc::kExecFailed || e.sys_errno) {
       const char* errno_name = strerrorname_np(e.sys_errno);
-      return error(id, kInternal, fmt::format("{} (os error {})", std::strerror(e.sys_errno), e.sys_errno),
+      return error(id, kInternalError, fmt::format("{} (os error {})", std::strerror(e.sys_errno), e.sys_errno),
                    {{"kind", "spawnFailed"},
                     {"errno", errno_name ? errno_name : ""},
                     {"syscall", e.context.substr(0, e.context.find(' '))},
                     {"path", e.context.find(' ') == std::string::npos ? "" : e.context.substr(e.context.find(' ') + 1)}});
     }
     if (e.code == base::Errc::kUnsupported)  // limits this machine cannot enforce
-      return error(id, kInternal, e.context, {{"kind", "limitUnavailable"}});
+      return error(id, kInternalError, e.context, {{"kind", "limitUnavailable"}});
     return error(id, kInvalidParams, e.message(), {{"kind", "invalidParams"}});
   }
   auto p = std::make_unique<Process>();
@@ -1128,7 +1102,7 @@ bool ExecServer::Connection::waits_full(const json& id) {
   std::size_t n = 0;
   for (const auto& [wid, w] : session_->waiters) n += w->poll ? 1 : 0;
   if (n < server_.opts_.max_waits) return false;
-  error(id, kInternal, fmt::format("too many pending waits on this connection (max {})", server_.opts_.max_waits),
+  error(id, kInternalError, fmt::format("too many pending waits on this connection (max {})", server_.opts_.max_waits),
         {{"kind", "limitReached"}, {"limit", "waits"}, {"max", server_.opts_.max_waits}});
   return true;
 }
@@ -1338,7 +1312,7 @@ void ExecServer::Connection::m_snapshot(const json& id, const json& params) {
   }
   if (!p->s->tty()) return error(id, kInvalidRequest, "process " + p->id + " is not a tty", {{"kind", "notTty"}, {"processId", p->id}});
   auto st = p->s->screen();
-  if (!st) return error(id, kInternal, st.error().message(), {{"kind", "unsupported"}, {"feature", "screen"}});
+  if (!st) return error(id, kInternalError, st.error().message(), {{"kind", "unsupported"}, {"feature", "screen"}});
   const term::Screen& sc = *st->screen;
   auto cur = sc.cursor();
   json out = {{"rows", sc.size().rows},
@@ -1381,7 +1355,7 @@ void ExecServer::Connection::m_subscribe(const json& id, const json& params, boo
     return reply(id, {{"subscribed", false}});
   }
   if (!p->subs.count(session_) && p->subs.size() >= server_.opts_.max_subscribers)
-    return error(id, kInternal,
+    return error(id, kInternalError,
                  fmt::format("process {} has {} subscribers, the most it may have", p->id, server_.opts_.max_subscribers),
                  {{"kind", "limitReached"}, {"limit", "subscribers"}, {"max", server_.opts_.max_subscribers}});
   if (params.contains("role") && !params["role"].is_null()) {
@@ -1591,8 +1565,7 @@ policy::Approver ExecServer::approver(const std::string& session_id) {
       UEXEC_LOG(kInfo, "approval {} of session {}: no answer in time, denied", aid, session_id);
       done(policy::Decision::kDenied);
     });
-    s->conn->out(json{{"jsonrpc", "2.0"}, {"id", aid}, {"method", "approval/request"}, {"params", params}}.dump(
-        -1, ' ', false, json::error_handler_t::replace));
+    s->conn->out(encode_request(aid, "approval/request", std::move(params)));
   };
 }
 
