@@ -130,6 +130,10 @@ JsonRpcMessage oversize_message(std::size_t limit, const JsonRpcDialect& dialect
   return m;
 }
 
+std::string encode_invalid(const JsonRpcMessage& invalid) {
+  return encode_error(invalid.id, invalid.code, invalid.message, invalid.data);
+}
+
 std::string encode_json(const json& message) { return message.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string encode_result(const json& id, json result) {

@@ -1,5 +1,5 @@
 // json_rpc.h: the JSON-RPC 2.0 envelope, the one both JSON front doors speak: the native
-// protocol (ExecServer::Connection, docs/protocol.md §2) and MCP (McpEndpoint and McpRelay,
+// protocol (ExecServer::Connection, docs/protocol.md §1 and §5) and MCP (McpEndpoint and McpRelay,
 // docs/protocol.md §6).
 //
 // Everything about a message that is not its method lives here: the error codes (declared
@@ -85,6 +85,8 @@ JsonRpcMessage decode_json_rpc_line(std::string_view line, const JsonRpcDialect&
 
 // The error for a line over `limit` bytes (messageTooLarge), as `dialect` answers it.
 JsonRpcMessage oversize_message(std::size_t limit, const JsonRpcDialect& dialect);
+// The error reply to an invalid message (kInvalid).
+std::string encode_invalid(const JsonRpcMessage& invalid);
 
 // The encoded messages (one line each, no newline). Invalid UTF-8 in strings is replaced,
 // never thrown.

@@ -17,15 +17,12 @@ void McpEndpoint::error(const json& id, int code, const std::string& message, js
   send_(encode_error(id, code, message, std::move(data)));
 }
 
-void McpEndpoint::handle_oversize(std::size_t limit) {
-  JsonRpcMessage m = oversize_message(limit, kMcpDialect);
-  error(m.id, m.code, m.message, std::move(m.data));
-}
+void McpEndpoint::handle_oversize(std::size_t limit) { send_(encode_invalid(oversize_message(limit, kMcpDialect))); }
 
 void McpEndpoint::handle_line(std::string_view line) {
   JsonRpcMessage m = decode_json_rpc_line(line, kMcpDialect);
   switch (m.kind) {
-    case JsonRpcMessage::kInvalid: return error(m.id, m.code, m.message, std::move(m.data));
+    case JsonRpcMessage::kInvalid: return send_(encode_invalid(m));
     case JsonRpcMessage::kResponse: elicitor_.on_response(m.response); return;  // to our elicitation/create
     case JsonRpcMessage::kNotification: return handle_notification(m.method, m.params);
     case JsonRpcMessage::kRequest: return handle_request(m.id, m.method, m.params);
