@@ -13,6 +13,7 @@
 #include "base/unique_fd.h"
 #include "loop/uv_handle.h"
 #include "rpc/agent_tools.h"
+#include "rpc/approval_broker.h"
 #include "rpc/json_rpc.h"
 #include "rpc/mcp_server.h"
 
@@ -260,11 +261,7 @@ void McpRelay::on_approval_request(const json& id, const json& params) {
   }
   auto answer = [this, id, aid](policy::Decision d) {
     if (!aid.empty()) approvals_.erase(aid);
-    const char* native = d == policy::Decision::kApproved             ? "approved"
-                         : d == policy::Decision::kApprovedForSession ? "approvedForSession"
-                         : d == policy::Decision::kAbort              ? "abort"
-                                                                      : "denied";
-    send_daemon(encode_result(id, {{"decision", native}}));
+    send_daemon(encode_result(id, {{"decision", native_decision_name(d)}}));
   };
   std::string eid = elicitor_.ask(q, std::move(answer));
   if (!eid.empty() && !aid.empty()) approvals_[aid] = eid;
