@@ -9,6 +9,7 @@
 #include "agent/client_regex.h"
 #include "agent/keys.h"
 #include "rpc/c_strings.h"
+#include "rpc/verdict_json.h"
 
 namespace uexec::rpc {
 
@@ -194,9 +195,7 @@ json AgentTools::tool_result(const agent::Response& r, bool structured) {
     s["omitted"] = om;
   }
   if (r.sandbox_denied)
-    s["sandbox_denied"] = {{"source", policy::denial_source_name(r.sandbox_denied->source)},
-                           {"mechanism", r.sandbox_denied->mechanism},
-                           {"detail", r.sandbox_denied->detail}};
+    s["sandbox_denied"] = denial_json(*r.sandbox_denied);
   if (!r.warnings.empty()) s["warnings"] = r.warnings;
   if (r.screen)
     s["screen"] = {{"rows", r.screen->rows},

@@ -4,11 +4,11 @@
 
 #include <utility>
 
+#include "rpc/json_rpc.h"
+
 namespace uexec::rpc {
 
 namespace {
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 // The command as the person reads it: shown whole up to a screenful, then cut.
 std::string shown(const std::string& s) { return s.size() > 2000 ? s.substr(0, 2000) + "…" : s; }
@@ -88,7 +88,7 @@ std::string ApprovalElicitor::ask(const ApprovalQuestion& q, std::function<void(
   }
   std::string id = fmt::format("uexec-approval-{}", next_++);
   pending_[id] = std::move(answer);
-  send_(dump({{"jsonrpc", "2.0"}, {"id", id}, {"method", "elicitation/create"}, {"params", elicitation_params(q)}}));
+  send_(encode_request(id, "elicitation/create", elicitation_params(q)));
   return id;
 }
 
@@ -104,18 +104,14 @@ bool ApprovalElicitor::on_response(const json& msg) {
 
 void ApprovalElicitor::withdraw(const std::string& id) {
   if (pending_.erase(id) == 0) return;
-  send_(dump({{"jsonrpc", "2.0"},
-              {"method", "notifications/cancelled"},
-              {"params", {{"requestId", id}, {"reason", "the approval is no longer needed"}}}}));
+  send_(encode_notification("notifications/cancelled", {{"requestId", id}, {"reason", "the approval is no longer needed"}}));
 }
 
 void ApprovalElicitor::deny_all() {
   auto pending = std::move(pending_);
   pending_.clear();
   for (auto& [id, answer] : pending) {
-    send_(dump({{"jsonrpc", "2.0"},
-                {"method", "notifications/cancelled"},
-                {"params", {{"requestId", id}, {"reason", "uexec is shutting down"}}}}));
+    send_(encode_notification("notifications/cancelled", {{"requestId", id}, {"reason", "uexec is shutting down"}}));
     answer(policy::Decision::kDenied);
   }
 }

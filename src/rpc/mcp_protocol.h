@@ -1,10 +1,10 @@
 // mcp_protocol.h: what both MCP front doors share (docs/protocol.md §6): McpServer (`uexec mcp`,
 // the tools in this process) and McpRelay (`uexec mcp --connect`, the tools in the daemon).
 //
-// decode_mcp_line checks one line's JSON-RPC 2.0 envelope (JSON exceptions stop here: an
-// unparsable line is -32700 with id null); McpEndpoint, the base of both, does the MCP
-// lifecycle around the tools (initialize, the gate, ping, tools/list, cancellation), and the
-// front door runs the tools. Loop thread only.
+// The JSON-RPC 2.0 envelope is json_rpc.h's, under MCP's dialect (an unparsable line is
+// -32700 with id null); McpEndpoint, the base of both, does the MCP lifecycle around the
+// tools (initialize, the gate, ping, tools/list, cancellation), and the front door runs the
+// tools. Loop thread only.
 #pragma once
 
 #include <functional>
@@ -18,19 +18,6 @@
 namespace uexec::rpc {
 
 using nlohmann::json;
-
-// One line from an MCP client, its JSON-RPC 2.0 envelope checked. kInvalid carries the error
-// to answer: `id` (null when unknown), `code`, `message`.
-struct McpMessage {
-  enum Kind { kRequest, kNotification, kResponse, kInvalid } kind = kInvalid;
-  json id;             // requests, and invalid messages whose id could be read
-  std::string method;  // requests and notifications
-  json params;         // requests and notifications: an object or an array ({} when absent)
-  json response;       // kResponse: the whole message
-  int code = 0;        // kInvalid
-  std::string message; // kInvalid
-};
-McpMessage decode_mcp_line(std::string_view line);
 
 // The half of an MCP front door that does not depend on where the tools run: it decodes each
 // client line, answers initialize (the protocol version, the client's capabilities for the

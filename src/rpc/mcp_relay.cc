@@ -13,6 +13,8 @@
 #include "base/unique_fd.h"
 #include "loop/uv_handle.h"
 #include "rpc/agent_tools.h"
+#include "rpc/approval_broker.h"
+#include "rpc/json_rpc.h"
 #include "rpc/mcp_server.h"
 
 namespace uexec::rpc {
@@ -21,8 +23,6 @@ using base::Error;
 using base::Result;
 
 namespace {
-
-constexpr int kMethodNotFound = -32601, kInvalidParams = -32602;
 
 // MCP tool → native method (docs/protocol.md §4.6: the same arguments, the same CallToolResult).
 const char* native_method(const std::string& tool) {
@@ -33,8 +33,6 @@ const char* native_method(const std::string& tool) {
   if (tool == "read_output") return "exec/readOutput";
   return nullptr;
 }
-
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 }  // namespace
 
@@ -91,12 +89,12 @@ Result<void> McpRelay::connect() {
                  {"detachedTtlMs", -1},
                  {"capabilities", {{"extensions", true}, {"approvals", true}}}};
   if (resuming_) params["resumeSessionId"] = session_id_;
-  send_daemon({{"jsonrpc", "2.0"}, {"id", init_id_}, {"method", "initialize"}, {"params", params}});
+  send_daemon(encode_request(init_id_, "initialize", std::move(params)));
   return {};
 }
 
-void McpRelay::send_daemon(const json& msg) {
-  if (daemon_) daemon_->send(dump(msg));
+void McpRelay::send_daemon(std::string line) {
+  if (daemon_) daemon_->send(std::move(line));
 }
 
 void McpRelay::on_initialized(const json& reply) {
@@ -116,7 +114,7 @@ void McpRelay::on_initialized(const json& reply) {
   }
   const json& r = reply.contains("result") ? reply["result"] : json::object();
   session_id_ = r.is_object() ? r.value("sessionId", "") : "";
-  send_daemon({{"jsonrpc", "2.0"}, {"method", "initialized"}, {"params", json::object()}});
+  send_daemon(encode_notification("initialized", json::object()));
   state_ = State::kReady;
   retry_delay_ = kFirstRetry;
   UEXEC_LOG(kInfo, "relaying to the daemon at {} (session {}{})", socket_path_, session_id_,
@@ -141,9 +139,7 @@ void McpRelay::on_daemon_line(std::string_view line) {
       // A server request: approval/request is relayed; anything else is answered at once, so
       // nothing on the daemon's side waits for us.
       if (method == "approval/request") return on_approval_request(m["id"], params);
-      return send_daemon({{"jsonrpc", "2.0"},
-                          {"id", m["id"]},
-                          {"error", {{"code", kMethodNotFound}, {"message", "method not found: " + method}}}});
+      return send_daemon(encode_error(m["id"], kMethodNotFound, "method not found: " + method));
     }
     if (method == "approval/cancelled" && params.is_object() && params.contains("approvalId") &&
         params["approvalId"].is_string()) {
@@ -160,7 +156,7 @@ void McpRelay::on_daemon_line(std::string_view line) {
     if (it == pending_.end() || it->second.cancelled || it->second.progress_token.is_null()) return;
     Pending& p = it->second;
     json note = {{"progressToken", p.progress_token}, {"progress", ++p.progress}, {"message", params.value("delta", "")}};
-    send_(dump({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", std::move(note)}}));
+    send_(encode_notification("notifications/progress", std::move(note)));
     return;
   }
   if (!m.contains("id") || !m["id"].is_number_integer()) return;
@@ -265,11 +261,7 @@ void McpRelay::on_approval_request(const json& id, const json& params) {
   }
   auto answer = [this, id, aid](policy::Decision d) {
     if (!aid.empty()) approvals_.erase(aid);
-    const char* native = d == policy::Decision::kApproved             ? "approved"
-                         : d == policy::Decision::kApprovedForSession ? "approvedForSession"
-                         : d == policy::Decision::kAbort              ? "abort"
-                                                                      : "denied";
-    send_daemon({{"jsonrpc", "2.0"}, {"id", id}, {"result", {{"decision", native}}}});
+    send_daemon(encode_result(id, {{"decision", native_decision_name(d)}}));
   };
   std::string eid = elicitor_.ask(q, std::move(answer));
   if (!eid.empty() && !aid.empty()) approvals_[aid] = eid;
@@ -309,7 +301,7 @@ void McpRelay::call_tool(const json& id, const std::string& name, const json& ar
   if (name == "exec_command" && args.is_object() && args.contains("cmd") && args["cmd"].is_string()) p.cmd = args["cmd"];
   pending_[did] = std::move(p);
   by_mcp_[id.dump()] = did;
-  send_daemon({{"jsonrpc", "2.0"}, {"id", did}, {"method", method}, {"params", std::move(params)}});
+  send_daemon(encode_request(did, method, std::move(params)));
 }
 
 }  // namespace uexec::rpc

@@ -92,7 +92,7 @@ class McpRelay final : public McpEndpoint {
   void on_daemon_eof();
   void on_initialized(const json& reply);
   void schedule_reconnect();
-  void send_daemon(const json& msg);
+  void send_daemon(std::string line);  // one encoded message (json_rpc.h)
   void on_approval_request(const json& id, const json& params);
 
   void call_tool(const json& id, const std::string& name, const json& args, const json& progress_token) override;

@@ -6,15 +6,10 @@
 #include <set>
 
 #include "rpc/agent_tools.h"
+#include "rpc/json_rpc.h"
 #include "base/log.h"
 
 namespace uexec::rpc {
-
-namespace {
-
-constexpr int kInvalidParams = -32602;
-
-}  // namespace
 
 McpServer::McpServer(agent::ExecService& exec, std::function<void(std::string)> send)
     : McpEndpoint(std::move(send),
@@ -57,10 +52,8 @@ void McpServer::call_tool(const json& id, const std::string& name, const json& a
   if (!progress_token.is_null()) {
     // The call ends (replied or cancelled) before this server goes, so `this` outlives it.
     on_delta = [this, progress_token, n = 0L](std::string_view text) mutable {
-      json note = {{"jsonrpc", "2.0"},
-                   {"method", "notifications/progress"},
-                   {"params", {{"progressToken", progress_token}, {"progress", ++n}, {"message", text}}}};
-      send_(note.dump());
+      send_(encode_notification("notifications/progress",
+                                {{"progressToken", progress_token}, {"progress", ++n}, {"message", text}}));
     };
   }
   std::shared_ptr<policy::ToolOrchestrator> approvals;

@@ -1,0 +1,23 @@
+// exec_server_options.h: the native protocol server's tunables (docs/protocol.md §7 and §8),
+// set by the front door (`uexec serve`, `uexec exec-server`) and read by the server's parts.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace uexec::rpc {
+
+struct ExecServerOptions {
+  bool daemon = false;                                // sockets: sessions outlive connections
+  std::chrono::milliseconds detached_ttl{10000};
+  std::chrono::milliseconds exited_retention{30000};
+  std::size_t high_watermark = 4u << 20, low_watermark = 1u << 20;
+  std::size_t read_max_bytes = 4u << 20;
+  std::size_t max_processes = 4096;
+  std::size_t max_subscribers = 64;                   // subscribing sessions per process
+  std::size_t max_waits = 1024;                       // pending long polls per connection
+  std::chrono::milliseconds stall_timeout{60000};     // stallTimeoutMs; 0: never close
+  std::chrono::milliseconds approval_timeout{600000};  // approvalTimeoutMs: then denied
+};
+
+}  // namespace uexec::rpc

@@ -1,0 +1,93 @@
+// process_table.h: the registry of the native protocol: every protocol session, the processes
+// each one sees, and the tombstones of those that went (docs/protocol.md §2.1 and §5).
+//
+// What it decides: processIds are unique within a protocol session and names among live
+// process/start processes (docs/protocol.md §4.1); a process/start process stays readable for
+// exitedRetentionMs after `closed`, then is forgotten (the manager removes its Session) and
+// leaves a tombstone; a detached session ends after its TTL, with every process it started;
+// an agent session's view (exec/*) comes and goes with the ExecService's record.
+//
+//   add() ─► (ring wakes) on_change ─► ... closed ─► after_closed: retention timer
+//         ─► forget(reason): polls dropped, manager remove(), tombstone ─► on_forgotten
+//
+// Tombstones: the last kTombstones forgotten processes answer "unknown process" with why they
+// went ("exited", "killed"); older ones read "neverExisted".
+// Loop thread only.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rpc/exec_server_options.h"
+#include "rpc/protocol_session.h"
+#include "session/process_manager.h"
+
+namespace uexec::rpc {
+
+class ProcessTable {
+ public:
+  ProcessTable(session::ProcessManager& pm, const ExecServerOptions& options);
+  // Ends every process/start process (the manager SIGKILLs what still runs).
+  ~ProcessTable();
+  ProcessTable(const ProcessTable&) = delete;
+  ProcessTable& operator=(const ProcessTable&) = delete;
+
+  // A process's output, exit or close moved (its ring woke): set by the server.
+  std::function<void(ProtocolProcess&)> on_change;
+  // A process was forgotten (the server's shutdown may be complete).
+  std::function<void()> on_forgotten;
+
+  // A new protocol session with a fresh UUID.
+  ProtocolSession& new_session();
+  // Null when `id` names none.
+  ProtocolSession* find_session(const std::string& id);
+  // Null when `session` is null or has no process `id`.
+  ProtocolProcess* find_process(ProtocolSession* session, const std::string& id);
+  // The live process/start process named `name`, or null.
+  ProtocolProcess* find_named(const std::string& name);
+  std::map<std::string, std::unique_ptr<ProtocolSession>>& sessions() noexcept { return sessions_; }
+  std::size_t processes() const;
+
+  // A view of `of` as process `id` of `owner`, subscribed to its ring (on_change). `key` is
+  // the manager's id of `of`; `agent`: the ExecService owns it.
+  ProtocolProcess& add(ProtocolSession& owner, std::string id, std::string key, session::Session& of, bool agent);
+  // `p` closed: a process/start process is forgotten after exitedRetentionMs.
+  void after_closed(ProtocolProcess& p);
+  // Destroys `p`'s view, its polls, and (process/start) its Session, leaving a tombstone.
+  void forget(ProtocolProcess& p, const char* reason);
+  // Drops the view of agent session `agent_id` (the ExecService forgets it).
+  void drop_agent_view(long agent_id);
+
+  // `session`'s connection went: its polls and approvals go; under a daemon it ends after its
+  // TTL unless it keeps its processes forever.
+  void detach(ProtocolSession& session);
+  // Ends `id`: kills its process/start processes and lets go of everything it watched.
+  void drop_session(const std::string& id);
+
+  // Why "<sessionId>/<processId>" went ("exited", "killed"), or "neverExisted".
+  std::string tombstone_reason(const std::string& key) const;
+
+ private:
+  void add_tombstone(const std::string& key, const char* reason);
+  void drop_polls(const ProtocolProcess& p);
+
+  session::ProcessManager& pm_;
+  const ExecServerOptions& opts_;
+  std::map<std::string, std::unique_ptr<ProtocolSession>> sessions_;
+  // The last kTombstones removed processes: a hash of "<sessionId>/<processId>" and why (a
+  // string literal), in a ring allocated once. A map of strings would scatter thousands of
+  // small long-lived blocks over the heap, each pinning a page malloc_trim cannot give back.
+  struct Tombstone {
+    std::size_t key_hash = 0;
+    const char* reason = nullptr;  // nullptr: an empty slot
+  };
+  static constexpr std::size_t kTombstones = 4096;
+  std::vector<Tombstone> tombstones_;
+  std::size_t tombstone_next_ = 0;
+};
+
+}  // namespace uexec::rpc
