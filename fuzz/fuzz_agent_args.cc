@@ -1,5 +1,5 @@
 // fuzz_agent_args.cc: the agent tools' argument decoding, rpc::AgentTools::call, over the
-// real agent::ExecService (world.h: nothing can be spawned), plus the named keys of
+// real agent::AgentService (world.h: nothing can be spawned), plus the named keys of
 // write_stdin (agent/keys).
 //
 // Input: byte 0 picks the tool (exec_command, write_stdin, list_sessions, kill_session,

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 #include "base/config.h"
 #include "fuzz/fuzz_common.h"
 #include "loop/loop.h"
@@ -67,7 +67,7 @@ struct World {
   std::vector<std::string> env;
   loop::Loop loop;
   session::ProcessManager pm;
-  agent::ExecService exec;
+  agent::AgentService exec;
   int devnull;
 };
 

@@ -29,7 +29,7 @@
 
 namespace uexec::agent {
 
-using CallId = std::uint64_t;  // one tool call (ExecService)
+using CallId = std::uint64_t;  // one tool call (AgentService)
 using WallClock = std::chrono::system_clock;
 
 struct AgentSession {

@@ -1,4 +1,4 @@
-// call_queue.h: the running tool calls of one ExecService, and per session the order they
+// call_queue.h: the running tool calls of one AgentService, and per session the order they
 // take turns in (docs/agent.md §2.3: calls on a session run FIFO; each takes its t0 when it
 // gets the turn).
 //

@@ -1,4 +1,4 @@
-// registry.h: every agent session of one ExecService, by id, through its whole lifecycle, and
+// registry.h: every agent session of one AgentService, by id, through its whole lifecycle, and
 // the tombstones of those whose record went (docs/agent.md §5.1, §5.3).
 //
 //   allocate_id ──► add: spawned, grace (early_exit_grace) ──► counted (max_sessions; from

@@ -31,7 +31,7 @@ std::unique_ptr<Host> Host::create(const HostOptions& options) {
 Host::Host(const HostOptions& options, const base::Config& cfg)
     : env_(process_environment()), cwd_(current_directory()) {
   pm_ = std::make_unique<session::ProcessManager>(loop_, cfg);
-  exec_ = std::make_unique<agent::ExecService>(*pm_, env_, cwd_);
+  exec_ = std::make_unique<agent::AgentService>(*pm_, env_, cwd_);
   if (options.sandbox && options.sandbox->profile)
     exec_->set_default_sandbox(*options.sandbox->profile, options.sandbox->backend, options.sandbox->approval);
   if (options.exec_server)

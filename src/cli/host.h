@@ -1,7 +1,7 @@
 // host.h: the running parts of a long-lived front door (`serve`, `exec-server`, `mcp`), built
 // and torn down in one place.
 //
-// A Host owns the loop, the ProcessManager, the ExecService (the agent tools) and, for the
+// A Host owns the loop, the ProcessManager, the AgentService (the agent tools) and, for the
 // native protocol, the ExecServer; then the front doors the command opens on them: the daemon's
 // Unix socket, a WebSocket listener, stdio (the native protocol or MCP). run() turns the loop
 // until SIGTERM, SIGINT, SIGHUP or stdin's EOF stops the host, then tears it down.
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 #include "base/config.h"
 #include "base/result.h"
 #include "cli/sandbox_flags.h"
@@ -89,7 +89,7 @@ class Host {
   std::string cwd_;
   loop::Loop loop_;
   std::unique_ptr<session::ProcessManager> pm_;
-  std::unique_ptr<agent::ExecService> exec_;
+  std::unique_ptr<agent::AgentService> exec_;
   std::unique_ptr<rpc::ExecServer> server_;
   // The front doors.
   std::unique_ptr<rpc::UnixServer> unix_;

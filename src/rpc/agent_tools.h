@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 
 namespace uexec::rpc {
 
@@ -19,7 +19,7 @@ using nlohmann::json;
 class AgentTools {
  public:
   using Done = std::function<void(json call_tool_result)>;
-  explicit AgentTools(agent::ExecService& exec) : exec_(exec) {}
+  explicit AgentTools(agent::AgentService& exec) : exec_(exec) {}
 
   // Runs tool `name` (exec_command, write_stdin, list_sessions, kill_session, read_output).
   // `done` gets the CallToolResult, possibly before this returns; *call_id is the call to
@@ -42,7 +42,7 @@ class AgentTools {
   static std::optional<std::string> field_with_nul(const std::string& name, const json& args);
 
  private:
-  agent::ExecService& exec_;
+  agent::AgentService& exec_;
 };
 
 }  // namespace uexec::rpc

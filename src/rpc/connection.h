@@ -23,7 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 #include "loop/timer.h"
 
 namespace uexec::rpc {

@@ -9,7 +9,7 @@ namespace uexec::rpc {
 
 using nlohmann::json;
 
-ExecMethods::ExecMethods(agent::ExecService* exec, session::ProcessManager& pm, ProcessTable& table,
+ExecMethods::ExecMethods(agent::AgentService* exec, session::ProcessManager& pm, ProcessTable& table,
                          ApprovalBroker& approvals)
     : exec_(exec),
       tools_(exec ? std::make_unique<AgentTools>(*exec) : nullptr),

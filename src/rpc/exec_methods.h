@@ -5,8 +5,8 @@
 // An agent session started by a protocol session's exec/* call becomes a process of that
 // session, named by its decimal id, so process/list, subscribe, read and snapshot (the web UI,
 // `uexec ls`) see it. The owner is always the calling session, passed along: a session the
-// call starts before it returns is adopted right after (from the ExecService's event log, by
-// the call's id); one it starts later (after an approval) is adopted when the ExecService
+// call starts before it returns is adopted right after (from the AgentService's event log, by
+// the call's id); one it starts later (after an approval) is adopted when the AgentService
 // reports it, by the call's id among the connections' pending calls.
 // Loop thread only.
 #pragma once
@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 #include "rpc/agent_tools.h"
 #include "rpc/approval_broker.h"
 #include "rpc/connection.h"
@@ -27,7 +27,7 @@ namespace uexec::rpc {
 class ExecMethods {
  public:
   // `exec` may be null: then every exec/* method answers "unsupported".
-  ExecMethods(agent::ExecService* exec, session::ProcessManager& pm, ProcessTable& table, ApprovalBroker& approvals);
+  ExecMethods(agent::AgentService* exec, session::ProcessManager& pm, ProcessTable& table, ApprovalBroker& approvals);
   ~ExecMethods();
   ExecMethods(const ExecMethods&) = delete;
   ExecMethods& operator=(const ExecMethods&) = delete;
@@ -41,12 +41,12 @@ class ExecMethods {
   // Adopts agent session `agent_id` as a process of `owner`, unless an MCP call started it
   // (no owner) or the id is taken.
   void adopt(long agent_id, ProtocolSession& owner);
-  // The sessions call `call` started before it returned (the ExecService's event log).
+  // The sessions call `call` started before it returned (the AgentService's event log).
   void adopt_started_by(agent::CallId call, ProtocolSession& owner);
   // A session started later by a pending call: adopted by that call's session.
   void on_session_started(long agent_id, agent::CallId call);
 
-  agent::ExecService* exec_;
+  agent::AgentService* exec_;
   std::unique_ptr<AgentTools> tools_;
   session::ProcessManager& pm_;
   ProcessTable& table_;

@@ -7,7 +7,7 @@ namespace uexec::rpc {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-ExecServer::ExecServer(session::ProcessManager& pm, agent::ExecService* exec, std::vector<std::string> server_env,
+ExecServer::ExecServer(session::ProcessManager& pm, agent::AgentService* exec, std::vector<std::string> server_env,
                        std::string cwd, ExecServerOptions options)
     : pm_(pm),
       env_(std::move(server_env)),

@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 #include "loop/timer.h"
 #include "rpc/approval_broker.h"
 #include "rpc/connection.h"
@@ -58,7 +58,7 @@ class ExecServer {
 
   // `exec` may be null (no exec/* methods); `server_env` and `cwd` are what a process/start
   // without env or cwd gets.
-  ExecServer(session::ProcessManager& pm, agent::ExecService* exec, std::vector<std::string> server_env,
+  ExecServer(session::ProcessManager& pm, agent::AgentService* exec, std::vector<std::string> server_env,
              std::string cwd, ExecServerOptions options);
   ~ExecServer();
   ExecServer(const ExecServer&) = delete;

@@ -7,7 +7,7 @@
 // dropped for protocol versions before 2025-06-18). The sessions belong to the daemon, so they
 // outlive this process and any client of the daemon can find them (exec/listSessions).
 //
-//   MCP client ──stdio──► McpRelay ──unix socket──► uexec serve (ExecServer → ExecService)
+//   MCP client ──stdio──► McpRelay ──unix socket──► uexec serve (ExecServer → AgentService)
 //   tools/call {name, arguments, _meta.progressToken?}
 //        → exec/command | writeStdin | listSessions | killSession | readOutput
 //          {…arguments, _meta:{progressToken:<the relay's request id>}}

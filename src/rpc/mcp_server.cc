@@ -11,7 +11,7 @@
 
 namespace uexec::rpc {
 
-McpServer::McpServer(agent::ExecService& exec, std::function<void(std::string)> send)
+McpServer::McpServer(agent::AgentService& exec, std::function<void(std::string)> send)
     : McpEndpoint(std::move(send),
                   "uexec runs shell commands in long-lived sessions. exec_command starts one and returns its output "
                   "after a yield window (or when it exits, or an `until` condition holds); while it runs, poll or "

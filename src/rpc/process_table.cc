@@ -22,7 +22,7 @@ std::string new_uuid() {
 }  // namespace
 
 ProcessTable::ProcessTable(session::ProcessManager& pm, const ExecServerOptions& options)
-    : pm_(pm), opts_(options), tombstones_(kTombstones) {}
+    : pm_(pm), opts_(options) {}
 
 ProcessTable::~ProcessTable() {
   for (auto& [sid, s] : sessions_) {
@@ -52,7 +52,7 @@ ProtocolProcess* ProcessTable::find_process(ProtocolSession* session, const std:
   return it == session->processes.end() ? nullptr : it->second.get();
 }
 
-// Names are process/start's: an agent session's name is the ExecService's to keep unique.
+// Names are process/start's: an agent session's name is the AgentService's to keep unique.
 ProtocolProcess* ProcessTable::find_named(const std::string& name) {
   for (auto& [sid, s] : sessions_)
     for (auto& [pid, p] : s->processes)
@@ -80,7 +80,7 @@ ProtocolProcess& ProcessTable::add(ProtocolSession& owner, std::string id, std::
 void ProcessTable::after_closed(ProtocolProcess& p) {
   if (p.closed_seen) return;
   p.closed_seen = true;
-  if (p.agent) return;  // retained by the ExecService's rules
+  if (p.agent) return;  // retained by the AgentService's rules
   p.retention = std::make_unique<loop::Timer>(pm_.loop());
   ProtocolProcess* raw = &p;
   p.retention->start(opts_.exited_retention, [this, raw] { forget(*raw, "exited"); });
@@ -146,7 +146,7 @@ void ProcessTable::drop_session(const std::string& id) {
   std::vector<std::string> removed;
   for (auto& [pid, p] : s->processes) {
     p->ring_subscription.reset();
-    if (p->agent) continue;  // the ExecService's: it ends them by its own rules
+    if (p->agent) continue;  // the AgentService's: it ends them by its own rules
     add_tombstone(p->key, "killed");
     removed.push_back(p->key);
   }
@@ -157,19 +157,13 @@ void ProcessTable::drop_session(const std::string& id) {
 
 std::string ProcessTable::tombstone_reason(const std::string& key) const {
   // Newest first: an id used again reports its last end. A lookup is an error path.
-  std::size_t h = std::hash<std::string>{}(key);
-  for (std::size_t i = 1; i <= kTombstones; ++i) {
-    const Tombstone& t = tombstones_[(tombstone_next_ + kTombstones - i) % kTombstones];
-    if (!t.reason) break;
-    if (t.key_hash == h) return t.reason;
-  }
-  return "neverExisted";
+  auto t = tombstones_.find(session::Tombstones::key_of(key));
+  return t ? t->ending.reason : "neverExisted";
 }
 
 // The last 4096 ended processes answer with why they ended; older ones are forgotten.
 void ProcessTable::add_tombstone(const std::string& key, const char* reason) {
-  tombstones_[tombstone_next_] = {std::hash<std::string>{}(key), reason};
-  tombstone_next_ = (tombstone_next_ + 1) % kTombstones;
+  tombstones_.add(session::Tombstones::key_of(key), session::Ending{reason, std::nullopt, {}, {}});
 }
 
 }  // namespace uexec::rpc

@@ -5,7 +5,7 @@
 // process/start processes (docs/protocol.md §4.1); a process/start process stays readable for
 // exitedRetentionMs after `closed`, then is forgotten (the manager removes its Session) and
 // leaves a tombstone; a detached session ends after its TTL, with every process it started;
-// an agent session's view (exec/*) comes and goes with the ExecService's record.
+// an agent session's view (exec/*) comes and goes with the AgentService's record.
 //
 //   add() ─► (ring wakes) on_change ─► ... closed ─► after_closed: retention timer
 //         ─► forget(reason): polls dropped, manager remove(), tombstone ─► on_forgotten
@@ -25,6 +25,7 @@
 #include "rpc/exec_server_options.h"
 #include "rpc/protocol_session.h"
 #include "session/process_manager.h"
+#include "session/tombstones.h"
 
 namespace uexec::rpc {
 
@@ -53,13 +54,13 @@ class ProcessTable {
   std::size_t processes() const;
 
   // A view of `of` as process `id` of `owner`, subscribed to its ring (on_change). `key` is
-  // the manager's id of `of`; `agent`: the ExecService owns it.
+  // the manager's id of `of`; `agent`: the AgentService owns it.
   ProtocolProcess& add(ProtocolSession& owner, std::string id, std::string key, session::Session& of, bool agent);
   // `p` closed: a process/start process is forgotten after exitedRetentionMs.
   void after_closed(ProtocolProcess& p);
   // Destroys `p`'s view, its polls, and (process/start) its Session, leaving a tombstone.
   void forget(ProtocolProcess& p, const char* reason);
-  // Drops the view of agent session `agent_id` (the ExecService forgets it).
+  // Drops the view of agent session `agent_id` (the AgentService forgets it).
   void drop_agent_view(long agent_id);
 
   // `session`'s connection went: its polls and approvals go; under a daemon it ends after its
@@ -78,16 +79,10 @@ class ProcessTable {
   session::ProcessManager& pm_;
   const ExecServerOptions& opts_;
   std::map<std::string, std::unique_ptr<ProtocolSession>> sessions_;
-  // The last kTombstones removed processes: a hash of "<sessionId>/<processId>" and why (a
-  // string literal), in a ring allocated once. A map of strings would scatter thousands of
-  // small long-lived blocks over the heap, each pinning a page malloc_trim cannot give back.
-  struct Tombstone {
-    std::size_t key_hash = 0;
-    const char* reason = nullptr;  // nullptr: an empty slot
-  };
+  // The last kTombstones removed processes, keyed by "<sessionId>/<processId>", reasons only
+  // (session::Tombstones: one store shape for both front doors, laid out once).
   static constexpr std::size_t kTombstones = 4096;
-  std::vector<Tombstone> tombstones_;
-  std::size_t tombstone_next_ = 0;
+  session::Tombstones tombstones_{kTombstones};
 };
 
 }  // namespace uexec::rpc

@@ -8,8 +8,8 @@
 //
 // Lifetime: a view never outlives its Session. A process/start view is destroyed by the
 // ProcessTable just before it asks the manager to remove() the Session (which then lives on
-// until the next loop turn); an agent session's view (exec/*) is dropped when the ExecService
-// says the record goes (ExecService::on_forget), which it says before removing the Session.
+// until the next loop turn); an agent session's view (exec/*) is dropped when the AgentService
+// says the record goes (AgentService::on_forget), which it says before removing the Session.
 // So `session` is a reference, valid for the view's whole life.
 // Loop thread only.
 #pragma once
@@ -63,7 +63,7 @@ struct ProtocolProcess {
   const std::string key;      // the ProcessManager's id: "<sessionId>/<processId>" (agent: its id)
   session::Session& session;
   // An agent session (exec/command) seen as a process of the calling session (docs/protocol.md
-  // §4.6): the ExecService owns its Session and its lifetime; this view never removes it.
+  // §4.6): the AgentService owns its Session and its lifetime; this view never removes it.
   const bool agent;
   // Each subscribing session has its own cursor; none takes output from another.
   std::map<ProtocolSession*, SubscriberCursor> subscribers;

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 #include "integration/session_helpers.h"
 #include "policy/linux_sandbox.h"
 
@@ -35,7 +35,7 @@ struct ScriptedApprover {
 };
 
 struct Fixture : ManagerFixture {
-  std::unique_ptr<agent::ExecService> exec;
+  std::unique_ptr<agent::AgentService> exec;
   ScriptedApprover approver;
   std::shared_ptr<policy::ToolOrchestrator> orchestrator;
   fs::path scratch;
@@ -49,7 +49,7 @@ struct Fixture : ManagerFixture {
         }()) {
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) env.emplace_back(*e);
-    exec = std::make_unique<agent::ExecService>(*pm, env, "/tmp");
+    exec = std::make_unique<agent::AgentService>(*pm, env, "/tmp");
     exec->set_default_sandbox(std::move(profile), policy::Backend::kNamespaces, approval);
     orchestrator = std::make_shared<policy::ToolOrchestrator>(approver.fn());
     char tmpl[] = "/var/tmp/uexec-approval-XXXXXX";  // outside workspace-write's writable roots

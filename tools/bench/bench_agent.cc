@@ -23,7 +23,7 @@
 #include <regex>
 
 #include "agent/agent_env.h"
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 #include "bench_util.h"
 #include "loop/loop.h"
 #include "session/process_manager.h"
@@ -70,7 +70,7 @@ std::int64_t raw_spawn_drain(const CArgs& argv, const CArgs& env) {
 
 struct Agent {
   loop::Loop& loop;
-  agent::ExecService& exec;
+  agent::AgentService& exec;
 
   template <class Start>
   agent::Response wait(Start start) {
@@ -96,7 +96,7 @@ int bench_main(const Options& o) {
     cfg.close_drain = std::chrono::milliseconds{1000};
     cfg.agent.post_write_settle = std::chrono::milliseconds{0};
     session::ProcessManager pm(loop, cfg);
-    agent::ExecService exec(pm, base_env, "/tmp");
+    agent::AgentService exec(pm, base_env, "/tmp");
     Agent ag{loop, exec};
 
     // The baseline runs what exec_command runs: the same shell, flags and environment.

@@ -13,7 +13,7 @@
 //   (2) the same plus one registered reader that never reads, of one of three kinds:
 //       ring    an OutputRing reader: a cursor at 0 plus a Subscription whose notifier runs
 //               on every chunk (what every reader below is made of);
-//       agent   an agent session (agent::ExecService exec_command, tty or pipes, `sh -c exec
+//       agent   an agent session (agent::AgentService exec_command, tty or pipes, `sh -c exec
 //               WRITER`) whose call is cancelled at once: its reader stays at 0 and its
 //               subscription runs on_activity (the DECCKM scan on a tty) on every chunk,
 //               and the agent never polls until the program has finished;
@@ -44,7 +44,7 @@
 #include <memory>
 #include <optional>
 
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 #include "bench_util.h"
 #include "loop/loop.h"
 #include "policy/exec_request.h"
@@ -195,7 +195,7 @@ Run run_ring(loop::Loop& loop, const Setup& su, bool tty, bool with_reader) {
   return run;
 }
 
-// ---- kind agent: ExecService, a cancelled exec_command, one poll at the end ----------------
+// ---- kind agent: AgentService, a cancelled exec_command, one poll at the end ----------------
 
 std::string shell_quote(const std::string& s) {
   std::string o = "'";
@@ -212,7 +212,7 @@ std::string writer_cmd(const Setup& su) {
 Run run_agent(loop::Loop& loop, const Setup& su, bool tty, bool with_reader, int serial) {
   Run run;
   session::ProcessManager pm(loop);
-  std::optional<agent::ExecService> exec;
+  std::optional<agent::AgentService> exec;
   if (with_reader) exec.emplace(pm, su.env, "/tmp");
   double rss0 = rss_kib();
   std::int64_t t0 = now_ns(), c0 = cpu_self_ns();

@@ -1,4 +1,4 @@
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 
 
 #include <fmt/core.h>
@@ -34,7 +34,7 @@ std::string resolve_workdir(const std::string& base, const std::optional<std::st
 
 }  // namespace
 
-ExecService::ExecService(session::ProcessManager& pm, std::vector<std::string> base_env, std::string default_cwd)
+AgentService::AgentService(session::ProcessManager& pm, std::vector<std::string> base_env, std::string default_cwd)
     : pm_(pm),
       loop_(pm.loop()),
       cfg_(pm.config().agent),
@@ -56,23 +56,23 @@ ExecService::ExecService(session::ProcessManager& pm, std::vector<std::string> b
   calls_.on_wake = [this](Call& c) { evaluate(c); };
 }
 
-ExecService::~ExecService() {
+AgentService::~AgentService() {
   calls_.clear();
   registry_.forget_all();  // while on_forget is still whole
 }
 
-std::size_t ExecService::live_sessions() const noexcept { return registry_.live_count(); }
+std::size_t AgentService::live_sessions() const noexcept { return registry_.live_count(); }
 
 // ---- calls -------------------------------------------------------------------------------------
 
-Call& ExecService::new_call(CallKind kind, long sid, Reply done) {
+Call& AgentService::new_call(CallKind kind, long sid, Reply done) {
   Call& c = calls_.create(kind, sid, std::move(done));
   c.budget = static_cast<std::size_t>(cfg_.max_output_tokens * cfg_.bytes_per_token);
   return c;
 }
 
 // The call's turn on its session: its input is written and its wait starts.
-void ExecService::begin(Call& c) {
+void AgentService::begin(Call& c) {
   auto* a = registry_.find(c.sid);
   if (!a) return fail(c, tool_error("the session is gone"));
   a->last_used = Clock::now();
@@ -88,7 +88,7 @@ void ExecService::begin(Call& c) {
 }
 
 // Streams what arrived since the last piece; at `closed`, the held tail too.
-void ExecService::stream_deltas(Call& c, const AgentSession& a) {
+void AgentService::stream_deltas(Call& c, const AgentSession& a) {
   if (!c.deltas || c.deltas->exhausted()) return;
   const auto& ring = a.session->output();
   while (c.delta_cursor < ring.total()) {
@@ -101,22 +101,22 @@ void ExecService::stream_deltas(Call& c, const AgentSession& a) {
   if (a.session->finished()) c.deltas->close(c.on_delta);
 }
 
-void ExecService::fail(Call& c, Error e) {
+void AgentService::fail(Call& c, Error e) {
   Reply reply = std::move(c.reply);
   long sid = calls_.erase(c);
   if (reply) reply(std::move(e));
   calls_.start_next(sid);
 }
 
-void ExecService::cancel(CallId id) { calls_.cancel(id); }
+void AgentService::cancel(CallId id) { calls_.cancel(id); }
 
-void ExecService::log_event(SessionEvent e) {
+void AgentService::log_event(SessionEvent e) {
   if (events_.size() == 1024) events_.pop_front();
   events_.push_back(std::move(e));
   if (on_event) on_event(events_.back());
 }
 
-void ExecService::on_activity(AgentSession& a) {
+void AgentService::on_activity(AgentSession& a) {
   std::uint64_t before = 0;
   if (a.input.saw_output(a.session->output().total(), Clock::now(), &before) && a.session->tty())
     a.cursor_keys.scan(a.session->output(), before);
@@ -138,7 +138,7 @@ void ExecService::on_activity(AgentSession& a) {
     if (Call* c = calls_.find(cid)) evaluate(*c);
 }
 
-void ExecService::evaluate(Call& c) {
+void AgentService::evaluate(Call& c) {
   if (!c.started) return;
   auto* a = registry_.find(c.sid);
   if (!a) return fail(c, tool_error("the session is gone"));
@@ -149,7 +149,7 @@ void ExecService::evaluate(Call& c) {
   calls_.wake_at(c, step.wake_at, now);
 }
 
-void ExecService::finish(Call& c) {
+void AgentService::finish(Call& c) {
   auto* a = registry_.find(c.sid);
   Response r = build_call_response(*a, c, cfg_);
   if (a->session->verdict() && !a->ended) registry_.mark_ended(*a, SessionRegistry::end_reason_of(*a));
@@ -179,7 +179,7 @@ void ExecService::finish(Call& c) {
 
 // ---- sessions ----------------------------------------------------------------------------------
 
-Result<long> ExecService::start_session(const ExecParams& p, Call* c) {
+Result<long> AgentService::start_session(const ExecParams& p, Call* c) {
   long id = registry_.allocate_id();
   auto release = [&] { registry_.release_id(id); };
   std::vector<std::string> env = build_agent_env(base_env_, EnvPolicy{}, id);
@@ -247,7 +247,7 @@ std::function<Result<void>(Call&, AgentSession&)> wait_from_turn(long yield) {
 }
 }  // namespace
 
-CallId ExecService::exec_command(ExecParams p, Reply done) {
+CallId AgentService::exec_command(ExecParams p, Reply done) {
   auto reject = [&](std::string msg) -> CallId {
     done(tool_error(fmt::format("exec_command failed for `{}`: {}", p.cmd, msg)));
     return 0;
@@ -330,7 +330,7 @@ CallId ExecService::exec_command(ExecParams p, Reply done) {
 // The orchestrator decides the attempts (docs/sandbox.md §6): each RunAttempt starts a session for
 // this call; the call's finish reports the outcome; a retry re-points the call at a new,
 // unsandboxed session; the result answers with the last attempt's response.
-void ExecService::run_orchestrated(Call& c, ExecParams p, const std::string& cwd) {
+void AgentService::run_orchestrated(Call& c, ExecParams p, const std::string& cwd) {
   policy::ToolCall tc;
   tc.argv = {"bash", "-lc", p.cmd};  // what the person approving reads; known_safe unwraps it
   tc.cwd = cwd;
@@ -389,7 +389,7 @@ void ExecService::run_orchestrated(Call& c, ExecParams p, const std::string& cwd
   orchestrator->run(tc, std::move(run_attempt), std::move(result));
 }
 
-CallId ExecService::write_stdin(WriteParams p, Reply done) {
+CallId AgentService::write_stdin(WriteParams p, Reply done) {
   auto target = registry_.find_target(p.session_id, p.name, "write_stdin", false);
   if (!target) {
     done(std::move(target).error());
@@ -447,7 +447,7 @@ CallId ExecService::write_stdin(WriteParams p, Reply done) {
   return cid;
 }
 
-CallId ExecService::kill_session(KillParams p, Reply done) {
+CallId AgentService::kill_session(KillParams p, Reply done) {
   auto target = registry_.find_target(p.session_id, p.name, "kill_session", true);
   if (!target) {
     // An id that ended and was collapsed into a tombstone still succeeds (idempotent).
@@ -495,11 +495,11 @@ CallId ExecService::kill_session(KillParams p, Reply done) {
   return cid;
 }
 
-Result<Response> ExecService::read_output(const ReadParams& p) { return agent::read_output(registry_, p, cfg_); }
+Result<Response> AgentService::read_output(const ReadParams& p) { return agent::read_output(registry_, p, cfg_); }
 
-ListResult ExecService::list_sessions(const ListParams& p) { return agent::list_sessions(registry_, p, cfg_); }
+ListResult AgentService::list_sessions(const ListParams& p) { return agent::list_sessions(registry_, p, cfg_); }
 
-void ExecService::shutdown(std::function<void()> done) {
+void AgentService::shutdown(std::function<void()> done) {
   for (const auto& [id, a] : registry_.records()) {
     if (a->session->finished()) continue;
     if (!a->killed_by) a->killed_by = "manager shutdown";
@@ -510,7 +510,7 @@ void ExecService::shutdown(std::function<void()> done) {
   check_shutdown();
 }
 
-void ExecService::check_shutdown() {
+void AgentService::check_shutdown() {
   const auto& records = registry_.records();
   bool all = std::all_of(records.begin(), records.end(), [](auto& kv) { return kv.second->session->finished(); });
   if (all || Clock::now() >= shutdown_deadline_) {

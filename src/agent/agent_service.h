@@ -1,8 +1,8 @@
-// exec_service.h: the agent tools over the session core: exec_command, write_stdin,
+// agent_service.h: the agent tools over the session core: exec_command, write_stdin,
 // kill_session, read_output and list_sessions (docs/agent.md), shared by MCP and the native
 // exec/* methods. C++ types in and out; the rpc layer turns them into JSON.
 //
-// ExecService checks each tool's arguments, spawns, writes input and signals, and joins the
+// AgentService checks each tool's arguments, spawns, writes input and signals, and joins the
 // parts that each hold one concern:
 //
 //   registry.h         ids, the records (AgentSession: the agent's view of a Session), the
@@ -122,13 +122,13 @@ struct SessionEvent {
   std::optional<std::string> killed_by;
 };
 
-class ExecService {
+class AgentService {
  public:
   // `base_env` is the front door's environment ("NAME=value"); `default_cwd` resolves workdirs.
-  ExecService(session::ProcessManager& pm, std::vector<std::string> base_env, std::string default_cwd);
-  ~ExecService();
-  ExecService(const ExecService&) = delete;
-  ExecService& operator=(const ExecService&) = delete;
+  AgentService(session::ProcessManager& pm, std::vector<std::string> base_env, std::string default_cwd);
+  ~AgentService();
+  AgentService(const AgentService&) = delete;
+  AgentService& operator=(const AgentService&) = delete;
 
   // Each replies exactly once (possibly before returning), unless cancelled.
   CallId exec_command(ExecParams p, Reply done);

@@ -10,7 +10,7 @@
 #include <regex>
 #include <set>
 
-#include "agent/exec_service.h"
+#include "agent/agent_service.h"
 #include "session/containment.h"
 #include "integration/session_helpers.h"
 
@@ -32,11 +32,11 @@ base::Config agent_config() {
 }
 
 struct AgentFixture : ManagerFixture {
-  std::unique_ptr<agent::ExecService> exec;
+  std::unique_ptr<agent::AgentService> exec;
   explicit AgentFixture(base::Config cfg = agent_config()) : ManagerFixture(cfg) {
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) env.emplace_back(*e);
-    exec = std::make_unique<agent::ExecService>(*pm, env, "/tmp");
+    exec = std::make_unique<agent::AgentService>(*pm, env, "/tmp");
   }
   ~AgentFixture() { exec.reset(); }
 
