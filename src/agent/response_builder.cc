@@ -147,6 +147,8 @@ Response build_call_response(AgentSession& a, const Call& c, const base::AgentCo
     std::string what;
     if (*fired == "regex")
       what = fmt::format("regex /{}/ matched at byte {}", until.regex_src.value_or(""), c.wait.match_offset().value_or(0));
+    else if (*fired == "bytes")
+      what = fmt::format("{} bytes of output", until.bytes.value_or(0));
     else if (*fired == "idle")
       what = fmt::format("idle {} ms", until.idle ? until.idle->count() : 0);
     else if (*fired == "port" && port)

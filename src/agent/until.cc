@@ -8,10 +8,14 @@
 namespace uexec::agent {
 
 void UntilWait::start(const session::Session& s, Clock::time_point t0, milliseconds settle, milliseconds wait) {
+  start_at(s.output().total(), t0, settle, wait);
+}
+
+void UntilWait::start_at(session::Offset from, Clock::time_point t0, milliseconds settle, milliseconds wait) {
   t0_ = t0;
   settle_end_ = t0 + settle;
   deadline_ = t0 + settle + wait;
-  scan_ = s.output().total();
+  from_ = scan_ = from;
   partial_.clear();
   partial_start_ = scan_;
 }
@@ -26,13 +30,17 @@ void UntilWait::clear_outcome() {
 
 UntilWait::Step UntilWait::evaluate(session::Session& s, InputWatch& input, const UntilTiming& timing,
                                     Clock::time_point now) {
-  if (s.finished()) return {true, now};
   Clock::time_point next = deadline_;
+  if (now < settle_end_)
+    next = std::min(next, settle_end_);
+  else if (output_condition_holds(s.output()))
+    return {true, now};
+  if (s.finished()) return {true, now};
   if (s.verdict()) {
     auto cap = std::min(s.exited_at() + timing.post_exit_close_cap, deadline_);
     if (now >= cap) return {true, now};
     next = std::min(next, cap);
-  } else if (condition_holds(s, input, timing, now, &next)) {
+  } else if (now >= settle_end_ && state_condition_holds(s, input, timing, now, &next)) {
     return {true, now};
   }
   if (now >= deadline_) {
@@ -43,16 +51,20 @@ UntilWait::Step UntilWait::evaluate(session::Session& s, InputWatch& input, cons
   return {false, next};
 }
 
-bool UntilWait::condition_holds(session::Session& s, InputWatch& input, const UntilTiming& timing,
-                                Clock::time_point now, Clock::time_point* next) {
-  if (now < settle_end_) {
-    *next = std::min(*next, settle_end_);
-    return false;
-  }
-  if (until_.regex && scan_regex(s.output())) {
+bool UntilWait::output_condition_holds(const session::OutputRing& ring) {
+  if (until_.regex && scan_regex(ring)) {
     fired_ = "regex";
     return true;
   }
+  if (until_.bytes && ring.total() - std::min(from_, ring.total()) >= *until_.bytes) {
+    fired_ = "bytes";
+    return true;
+  }
+  return false;
+}
+
+bool UntilWait::state_condition_holds(session::Session& s, InputWatch& input, const UntilTiming& timing,
+                                      Clock::time_point now, Clock::time_point* next) {
   if (until_.idle) {
     auto since = std::max({t0_, settle_end_, input.last_output()});
     if (now - since >= *until_.idle) {

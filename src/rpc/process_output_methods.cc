@@ -54,24 +54,24 @@ void ProcessOutputMethods::wait(Connection& c, const json& id, const json& param
   ProtocolProcess* p = addressed_process(table_, c, id, params);
   if (!p) return;
   const json until = params.contains("until") && params["until"].is_object() ? params["until"] : json::object();
-  ProcessWait::Until u;
+  agent::Until u;
   if (until.contains("regex")) {
     auto compiled = agent::compile_client_regex(until["regex"].get<std::string>());
     if (!compiled) throw invalid_param("until.regex", "invalid regex: " + compiled.error().context);
     u.regex = std::move(*compiled);
   }
-  u.idle_ms = opt_number<long>(until, "idleMs");
+  if (auto idle = opt_number<long>(until, "idleMs")) u.idle = milliseconds{*idle};
   u.bytes = opt_number<std::uint64_t>(until, "bytes");
-  u.port = opt_number<long>(until, "portOpen");
+  if (auto port = opt_number<long>(until, "portOpen")) u.port = static_cast<int>(*port);
   long timeout = std::min<long>(opt_number<long>(params, "timeoutMs").value_or(30000), 86400000);
-  const session::Session& s = p->session;
+  session::Session& s = p->session;
   std::uint64_t after = params.contains("afterSeq") && !params["afterSeq"].is_null()
                             ? opt_number<std::uint64_t>(params, "afterSeq").value_or(0)
                             : s.next_seq() - 1;
   auto engine = std::make_shared<ProcessWait>(s, std::move(u), after, milliseconds{timeout});
   Connection* conn = &c;
-  auto check = [conn, id, &s, engine](bool timed_out) {
-    auto fired = engine->check(timed_out);
+  auto check = [conn, id, &s, engine](bool) {
+    auto fired = engine->check();
     if (!fired) return false;
     json r = {{"fired", fired->fired},
               {"nextSeq", s.next_seq()},

@@ -1,6 +1,6 @@
 // process_output_methods.h: reading a process (docs/protocol.md §3.3, §4.3 and §4.5): process/read
 // (a replay from afterSeq, optionally a long poll with waitMs), process/wait (until a
-// condition holds: ProcessWait) and process/snapshot (the screen model).
+// condition holds: ProcessWait, over agent::UntilWait) and process/snapshot (the screen model).
 //
 // Long polls are waiters of the asking session (LongPolls), at most max_waits per connection:
 // past it the request gets limitReached at once.

@@ -1,64 +1,51 @@
-// process_wait.h: process/wait's engine (docs/protocol.md §4.5): decides, each time it is
-// asked, whether one of the `until` conditions holds for a process yet.
+// process_wait.h: process/wait (docs/protocol.md §4.5) over the one wait engine,
+// agent::UntilWait (agent/until.h): this file maps the request's `until` onto the engine's
+// conditions and the engine's outcome onto the wire's `fired` names; the rules are the
+// engine's.
 //
-// The conditions, in the order they are tried: `regex` (over the output since afterSeq, ANSI
-// stripped, line by line), `bytes` (that much output since afterSeq), `portOpen` (the
-// process listens on the port), the exit (reported once the output closed, or kExitSettle
-// after the exit, to let trailing output arrive), `idleMs` (no output for that long) and the
-// timeout. The request's waiter (rpc/long_polls.h) asks on every wake of the ring and every
-// kTick; each check re-reads the output since afterSeq.
+// The wait scans the output from just after `afterSeq`, with no settle, for at most the
+// timeout. `fired` on the wire: regex | bytes | portOpen (the engine's "port") | exit (the
+// process exited, the wait ended by rule 2 or 3, or at the deadline once exited) | idle |
+// timeout. The request's waiter (rpc/long_polls.h) evaluates on every wake of the ring and
+// every kTick; the regex reads only output it has not read yet.
 // Loop thread only.
 #pragma once
 
 #include <chrono>
-#include <cstdint>
-#include <memory>
 #include <optional>
-#include <regex>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "agent/awaiting_input.h"
+#include "agent/until.h"
 #include "session/session.h"
 
 namespace uexec::rpc {
 
 class ProcessWait {
  public:
-  // The `until` object of process/wait.
-  struct Until {
-    std::shared_ptr<const std::regex> regex;
-    std::optional<long> idle_ms;
-    std::optional<std::uint64_t> bytes;
-    std::optional<long> port;
-  };
-  // What held: `fired` is regex | bytes | portOpen | exit | idle | timeout; `match` is
-  // {text, seq} for a regex, else null.
+  // What held: `fired` as on the wire; `match` is {text, seq} for a regex, else null.
   struct Fired {
     std::string fired;
     nlohmann::json match;
   };
-  // How often the waiter asks even without output (for idle, ports, the exit and timeout).
+  // How often the waiter evaluates even without output (for idle, ports, the exit and timeout).
   static constexpr std::chrono::milliseconds kTick{25};
-  // How long after the exit trailing output may still arrive before the exit is reported.
-  static constexpr std::chrono::milliseconds kExitSettle{50};
+  // The engine's timings for process/wait: trailing output may take 50 ms after the exit.
+  static constexpr agent::UntilTiming kTiming{std::chrono::milliseconds{200}, std::chrono::milliseconds{100},
+                                              std::chrono::milliseconds{50}};
 
   // Waits on `s` from just after chunk `after_seq`, for at most `timeout`.
-  ProcessWait(const session::Session& s, Until until, session::Seq after_seq, std::chrono::milliseconds timeout);
+  ProcessWait(session::Session& s, agent::Until until, session::Seq after_seq, std::chrono::milliseconds timeout);
 
-  // The condition that holds now, or nullopt to keep waiting; `timed_out` forces "timeout".
-  std::optional<Fired> check(bool timed_out);
+  // The outcome once the wait is over, or nullopt to keep waiting.
+  std::optional<Fired> check();
 
  private:
-  std::optional<nlohmann::json> regex_match() const;
-
-  const session::Session& s_;
-  Until until_;
-  session::Offset from_;
-  std::chrono::milliseconds timeout_;
-  session::Clock::time_point start_;
-  std::uint64_t last_total_;
-  session::Clock::time_point last_output_;
+  session::Session& s_;
+  agent::UntilWait wait_;
+  agent::InputWatch input_;
 };
 
 }  // namespace uexec::rpc
