@@ -52,7 +52,8 @@ struct ViewPlan {
   std::vector<std::string> pins;       // writable, made mount points of themselves (immovable)
   std::vector<std::string> read_only;  // carve-outs and stubs
   std::vector<std::string> mask_files, mask_dirs;
-  std::vector<std::string> optional_masks;  // hidden sockets: gone by now is fine
+  std::vector<std::string> optional_masks;      // hidden sockets: gone by now is fine
+  std::vector<std::string> optional_mask_dirs;  // hidden control planes: a daemon that exited since is fine
   // Child scratch, sized here so the child never allocates.
   mutable std::vector<int> writable_fds;
   mutable int dev_fds[kNumDevNodes] = {-1, -1, -1, -1, -1, -1};
@@ -262,6 +263,8 @@ int step_view(const void* arg, int tty) noexcept {
     if (err == 0) err = mask(t, "f", true);
   for (const auto& t : p->mask_dirs)
     if (err == 0) err = mask(t, "d", false);
+  for (const auto& t : p->optional_mask_dirs)
+    if (err == 0) err = mask(t, "d", true);
   ::close(mnt);
   if (err != 0) return err;
   // A fresh /dev.
@@ -556,7 +559,7 @@ Result<void> add_namespace_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec&
   v.read_only.insert(v.read_only.end(), policy.stubs.begin(), policy.stubs.end());
   v.mask_files = policy.deny_files;
   v.mask_dirs = policy.deny_dirs;
-  v.mask_dirs.insert(v.mask_dirs.end(), policy.hide_dirs.begin(), policy.hide_dirs.end());
+  v.optional_mask_dirs = policy.hide_dirs;
   v.optional_masks = policy.hide_files;
 
   bool layered = landlock_abi() >= 2;

@@ -149,7 +149,7 @@ init = recv_id(1)
 sid = init["result"]["sessionId"]
 send({"jsonrpc": "2.0", "method": "initialized"})
 send({"jsonrpc": "2.0", "id": 2, "method": "process/start",
-      "params": {"processId": "flood", "argv": ["/bin/sh", "-c", "while :; do echo tick; sleep 0.05; done"], "tty": False}})
+      "params": {"processId": "flood", "argv": ["/bin/sh", "-c", f"while :; do echo tick-daemon-test-{os.getpid()}; sleep 0.05; done"], "tty": False}})
 check("raw start", "result" in recv_id(2))
 time.sleep(0.2)
 s.close()  # mid-stream
@@ -320,7 +320,7 @@ except subprocess.TimeoutExpired:
     rc = None
     server.kill()
 check("SIGTERM: the daemon exits 0", rc == 0, str(rc))
-left = subprocess.run(["pgrep", "-f", "while :; do echo tick"], capture_output=True).stdout.decode().strip()
+left = subprocess.run(["pgrep", "-f", f"echo tick-daemon-test-{os.getpid()}"], capture_output=True).stdout.decode().strip()
 check("SIGTERM: nothing is left running", left == "", left)
 check("the socket is removed", not os.path.exists(sock))
 

@@ -75,9 +75,12 @@ def ensure_unpriv_user():
     try:
         pw = pwd.getpwnam(UNPRIV_USER)
     except KeyError:
-        subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", UNPRIV_USER], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        pw = pwd.getpwnam(UNPRIV_USER)
+        made = subprocess.run(["useradd", "--create-home", "--shell", "/bin/sh", UNPRIV_USER],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:  # a suite running beside this one may have made it first
+            pw = pwd.getpwnam(UNPRIV_USER)
+        except KeyError:
+            raise subprocess.CalledProcessError(made.returncode, "useradd " + UNPRIV_USER)
     return Identity(pw.pw_name, pw.pw_uid, pw.pw_gid, pw.pw_dir)
 
 

@@ -23,7 +23,7 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { check, checkCancelled, sleep, text, finish } from "./harness.mjs";
 
 const uexec = process.argv[2];
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "uexec-doors-"));
+const tmp = fs.mkdtempSync("/var/tmp/uexec-doors-")  // not under /tmp: a token there refuses other suites' Landlock+network sandboxes;
 fs.chmodSync(tmp, 0o700);
 const children = [];
 

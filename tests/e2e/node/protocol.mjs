@@ -426,7 +426,7 @@ async function screenAndRoles(label, open) {
 }
 
 // ---- run ----------------------------------------------------------------------------------
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "uexec-proto-"));
+const tmp = fs.mkdtempSync("/var/tmp/uexec-proto-")  // not under /tmp: a token there refuses other suites' Landlock+network sandboxes;
 fs.chmodSync(tmp, 0o700);
 
 // stdio

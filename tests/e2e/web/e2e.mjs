@@ -60,7 +60,7 @@ async function waitFor(what, fn, { timeout = WAIT_MS, describe } = {}) {
 // The daemon, the browser, cleanup and the overall guard
 // ---------------------------------------------------------------------------------------
 
-const tmp = fs.mkdtempSync(path.join(os.tmpdir(), "uexec-web-"));
+const tmp = fs.mkdtempSync("/var/tmp/uexec-web-")  // not under /tmp: a token there refuses other suites' Landlock+network sandboxes;
 fs.chmodSync(tmp, 0o700);
 const home = path.join(tmp, "home");
 fs.mkdirSync(home);
