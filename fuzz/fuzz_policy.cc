@@ -32,6 +32,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_common.h"
+#include "policy/glob.h"
 #include "policy/profile.h"
 #include "policy/sandbox_attempt.h"
 #include "rpc/file_uri.h"

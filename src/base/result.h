@@ -44,6 +44,8 @@ struct Error {
   static Error invalid(std::string context) {
     return Error{Errc::kInvalidArgument, 0, std::move(context)};
   }
+  // A sandbox policy refused: `context` opens with the refusal's kind ("SymlinkedRoot: …").
+  static Error policy(std::string context) { return Error{Errc::kPolicy, 0, std::move(context)}; }
 
   // "execve /nonexistent: No such file or directory (ENOENT)": for people, formatted where shown.
   std::string message() const;

@@ -34,7 +34,10 @@
 //   - a mask whose target no process of this uid without capabilities could reach (a
 //     directory of another user on the way denies search) is dropped: it protects nothing
 //     and the mount backends could not place it.
-// Pure policy: reads the file system, never changes it, knows no backend.
+// Pure policy: reads the file system, never changes it, knows no backend. resolve() is in
+// profile.cc; its parts, one concern each: carve_outs.h (protected names, every .git, pins),
+// hidden_paths.h (control planes, host sockets), deny_scan.h (deny-read globs, hard links),
+// over glob.h and paths.h.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "policy/paths.h"
 
 namespace uexec::policy {
 
@@ -105,34 +109,5 @@ struct ResolveInput {
 
 [[nodiscard]] base::Result<ResolvedPolicy> resolve(const PermissionProfile& profile,
                                                    const ResolveInput& in);
-
-// Could a process of this uid and groups, with no capabilities, look up `path`? False only
-// when a directory on the way is another user's and denies search to us by its mode bits
-// (one with an ACL counts as searchable). Used to drop masks that protect nothing.
-bool reachable_without_privilege(const std::string& path);
-
-// Canonical form of `path` (absolute, or relative to `base`): kPolicy "SymlinkedRoot …" when a
-// component is a symlink that is not a root-owned system alias, "MissingRoot …" when absent.
-[[nodiscard]] base::Result<std::string> canonical_root(const std::string& path, const std::string& base);
-
-// Does `path` match glob `pattern` ('*', '?', '[…]' within a component; '**' any depth)?
-bool glob_match(std::string_view pattern, std::string_view path) noexcept;
-// Can anything strictly below directory `dir` match `pattern`? ("/a/*/x.pem" below "/a/b": yes;
-// below "/c" or "/a/b/x.pem": no; '**' reaches any depth.) The deny-read watcher descends
-// only where this holds, so a glob under a missing directory never walks the whole tree.
-bool glob_may_match_below(std::string_view pattern, std::string_view dir) noexcept;
-
-// The `ssh-*` directories in `tmp` (ssh-agent's sockets, hidden by the mount backends), as
-// "<tmp>/ssh-…". A listing is reused until an inotify watch on `tmp` sees an `ssh-*` name
-// appear (see profile.cc).
-std::vector<std::string> ssh_agent_dirs(const char* tmp);
-
-// Path helpers shared by the backends and the deny-read watcher (canonical absolute paths).
-// Is `path` equal to `root` or beneath it, by components ("/a/bc" is not beneath "/a/b")?
-bool path_within(std::string_view path, std::string_view root) noexcept;
-// Does `s` (a path or a component) contain glob characters ('*', '?', '[')?
-bool has_glob_chars(std::string_view s) noexcept;
-// The non-empty components of `path`: "/a//b/" gives {"a", "b"}. Views into `path`.
-std::vector<std::string_view> path_components(std::string_view path);
 
 }  // namespace uexec::policy

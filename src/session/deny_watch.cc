@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "base/log.h"
+#include "policy/glob.h"
 #include "policy/profile.h"
 #include "pty/supervisor_protocol.h"
 

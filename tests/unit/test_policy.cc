@@ -18,6 +18,8 @@
 #include "policy/bwrap.h"
 #include "policy/control_registry.h"
 #include "policy/denial.h"
+#include "policy/glob.h"
+#include "policy/hidden_paths.h"
 #include "policy/profile.h"
 #include "policy/sandbox_attempt.h"
 
