@@ -13,6 +13,7 @@ host cannot run are printed as SKIP with the reason, rows not built yet as TODO:
 counts as a pass.
 """
 import os
+import select
 import shutil
 import socket
 import subprocess
@@ -198,13 +199,18 @@ def main():
                     cmd = [c for c in cmd if c not in ("--backend", backend)]  # nothing to enforce
                 cmd += ["--", probe, row["probe"], *args]
                 if row["probe"] == "read_late":
-                    # The host writes the file after the sandbox started; the probe waits for it.
+                    # The host writes the file after the sandbox started: once the probe says it
+                    # is waiting (its first stderr line; a slow start, under a sanitizer or a
+                    # loaded machine, must not let the file exist at launch), then 0.3 s later.
                     child = subprocess.Popen(cmd, cwd=ws, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                              text=True, pass_fds=(host.fd,), stdin=subprocess.DEVNULL)
+                    ready, _, _ = select.select([child.stderr], [], [], 30)
+                    first = child.stderr.readline() if ready else ""
                     time.sleep(0.3)
                     with open(args[0], "w") as f:
                         f.write("TOKEN=late\n")
                     out, err = child.communicate(timeout=60)
+                    err = first + err
                     proc = subprocess.CompletedProcess(cmd, child.returncode, out, err)
                 else:
                     proc = subprocess.run(cmd, cwd=ws, capture_output=True, text=True, timeout=60,

@@ -133,8 +133,9 @@ std::map<std::string, Probe> probes() {
     return err;
   };
   p["read_late"] = [](auto& a) {
-    // Waits (up to 5 s) for the host to create the file, gives the sandbox its 100 ms to
-    // mask it, then reads it.
+    // Says it is waiting (one stderr line, for the host's cue), waits (up to 5 s) for the host
+    // to create the file, gives the sandbox its 100 ms to mask it, then reads it.
+    std::fputs("waiting\n", stderr);
     struct stat st {};
     for (int i = 0; i < 500 && ::stat(a.at(0).c_str(), &st) != 0; ++i) ::usleep(10000);
     ::usleep(100000);
