@@ -346,7 +346,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
 }
 
 json AgentTools::tools_list(const std::string& version) {
-  bool v2025_06 = version == "2025-06-18";
+  bool v2025_06 = version >= "2025-06-18";  // revisions are dates
   bool annotations = version != "2024-11-05";
   json keys_enum = json::array();
   for (const auto& k : agent::key_names()) keys_enum.push_back(k);

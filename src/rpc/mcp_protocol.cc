@@ -41,8 +41,10 @@ void McpEndpoint::handle_notification(const std::string& method, const json& par
 void McpEndpoint::handle_request(const json& id, const std::string& method, const json& params) {
   if (method == "initialize") {
     if (params.is_object() && params.contains("protocolVersion") && params["protocolVersion"].is_string()) {
-      std::string v = params["protocolVersion"];
-      version_ = (v == "2025-06-18" || v == "2025-03-26" || v == "2024-11-05") ? v : kDefaultVersion;
+      const std::string& v = params["protocolVersion"].get_ref<const std::string&>();
+      version_ = kDefaultVersion;
+      for (const char* served : kVersions)
+        if (v == served) version_ = v;
     }
     initialized_ = true;
     elicitor_.set_client_capabilities(params);
@@ -51,10 +53,13 @@ void McpEndpoint::handle_request(const json& id, const std::string& method, cons
                       {"serverInfo", {{"name", "uexec"}, {"version", "0.1.0"}}},
                       {"instructions", instructions_}});
   }
+  // An unknown method is -32601 whether or not initialize came first (clients probe with
+  // methods such as server/discover before it).
+  if (method != "ping" && method != "tools/list" && method != "tools/call")
+    return error(id, kMethodNotFound, "Method not found: " + method);
   if (!initialized_) return error(id, kInvalidRequest, "the server is not initialized: send initialize first");
   if (method == "ping") return reply(id, json::object());
   if (method == "tools/list") return reply(id, {{"tools", AgentTools::tools_list(version_)}});
-  if (method != "tools/call") return error(id, kMethodNotFound, "Method not found: " + method);
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
     return error(id, kInvalidParams, "tools/call needs params.name");
   json args = params.contains("arguments") ? params["arguments"] : json::object();

@@ -25,7 +25,10 @@ using nlohmann::json;
 // elicitor, and hands tools/call and notifications/cancelled to the front door.
 class McpEndpoint {
  public:
-  static constexpr const char* kDefaultVersion = "2025-06-18";
+  // The MCP revisions served, newest first: an initialize asking for one of them gets it back,
+  // any other request gets the newest (the client then decides whether it can go on).
+  static constexpr const char* kVersions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
+  static constexpr const char* kDefaultVersion = kVersions[0];
   // `send` writes one message (one line) to the client; `instructions` goes into
   // initialize's result.
   McpEndpoint(std::function<void(std::string)> send, std::string instructions);
@@ -47,8 +50,8 @@ class McpEndpoint {
 
   void reply(const json& id, json result);
   void error(const json& id, int code, const std::string& message, json data = nullptr);
-  // Tool results carry structuredContent (MCP 2025-06-18).
-  bool structured() const noexcept { return version_ == "2025-06-18"; }
+  // Tool results carry structuredContent (MCP 2025-06-18 and later; revisions are dates).
+  bool structured() const noexcept { return version_ >= "2025-06-18"; }
 
   std::function<void(std::string)> send_;
   ApprovalElicitor elicitor_;

@@ -175,7 +175,7 @@ void McpRelay::on_daemon_line(std::string_view line) {
     return reply(p.mcp_id, AgentTools::error_result(p.tool + " failed: " + msg));
   }
   json result = m.contains("result") ? m["result"] : json::object();
-  // The daemon always answers in the 2025-06-18 shape; older clients get no structuredContent.
+  // The daemon always answers in the 2025-06-18 shape; clients of older revisions get no structuredContent.
   if (!structured() && result.is_object()) result.erase("structuredContent");
   if (!p.note.empty() && result.is_object() && result.contains("content") && result["content"].is_array() &&
       !result["content"].empty() && result["content"][0].is_object() && result["content"][0].contains("text") &&

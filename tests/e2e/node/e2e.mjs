@@ -99,6 +99,9 @@ check("malformed JSON: -32700 with id null", m.error?.code === -32700 && m.id ==
 send({ jsonrpc: "2.0", id: 1, method: "tools/list" });
 m = JSON.parse(await next());
 check("a request before initialize: -32600", m.error?.code === -32600 && m.id === 1, JSON.stringify(m));
+send({ jsonrpc: "2.0", id: 11, method: "server/discover" });
+m = JSON.parse(await next());
+check("an unknown method before initialize: -32601", m.error?.code === -32601 && m.id === 11, JSON.stringify(m));
 send({ jsonrpc: "2.0", id: 2, method: "initialize", params: { protocolVersion: "2024-11-05", capabilities: {}, clientInfo: { name: "raw", version: "1" } } });
 m = JSON.parse(await next());
 check("an older version is echoed", m.result?.protocolVersion === "2024-11-05", JSON.stringify(m));
@@ -125,6 +128,33 @@ void pid_line;
 let left = "";
 try { left = execSync("pgrep -f '^sleep 312.5$' || true").toString().trim(); } catch { left = "?"; }
 check("stdin EOF: no session process is left", left === "", left);
+
+// Protocol revisions: 2025-11-25 (what current clients ask for) is echoed and carries
+// structuredContent; a revision uexec does not know is answered with the newest it serves.
+for (const [asked, answered] of [["2025-11-25", "2025-11-25"], ["2099-01-01", "2025-11-25"]]) {
+  const c2 = spawn(uexec, ["mcp"], { stdio: ["pipe", "pipe", "inherit"] });
+  const l2 = createInterface({ input: c2.stdout });
+  const replies = [];
+  l2.on("line", (l) => replies.push(JSON.parse(l)));
+  const reply = async (id) => {
+    for (let i = 0; i < 200; i++) {
+      const r = replies.find((x) => x.id === id);
+      if (r) return r;
+      await new Promise((res) => setTimeout(res, 50));
+    }
+    return null;
+  };
+  c2.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { protocolVersion: asked, capabilities: {}, clientInfo: { name: "rev", version: "1" } } }) + "\n");
+  const init = await reply(1);
+  check(`initialize ${asked}: answered ${answered}`, init?.result?.protocolVersion === answered, JSON.stringify(init));
+  c2.stdin.write(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }) + "\n");
+  c2.stdin.write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/call", params: { name: "exec_command", arguments: { cmd: "echo rev-ok", login: false } } }) + "\n");
+  const call = await reply(2);
+  check(`${asked}: structuredContent`, call?.result?.structuredContent?.output?.includes("rev-ok"), JSON.stringify(call));
+  const gone = new Promise((res) => c2.on("exit", res));
+  c2.stdin.end();
+  await gone;
+}
 
 // `uexec mcp --sandbox workspace-write`: every exec_command runs in the sandbox; a denial is a
 // normal result with a "Sandbox denied:" line; require_escalated is refused (policy never).
