@@ -98,7 +98,7 @@ function usage(code) {
 function parseArgs(argv) {
   const o = {
     quick: false, json: '', build: path.join(repo, 'build'),
-    modules: process.env.UEXEC_BENCH_WEB_MODULES || path.join(repo, 'tests', 'web', 'node_modules'),
+    modules: process.env.UEXEC_BENCH_WEB_MODULES || path.join(repo, 'tests', 'e2e', 'web', 'node_modules'),
     chromium: process.env.UEXEC_BENCH_CHROMIUM || '/usr/bin/chromium',
     rounds: 0, mib: 0, trace: !!process.env.BENCH_WEB_TRACE, explain: false,
     driver: 'cdp',
