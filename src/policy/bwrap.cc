@@ -120,6 +120,14 @@ Result<void> add_bwrap_sandbox(const ResolvedPolicy& policy, const std::string& 
   if (!bpf) return std::move(bpf).error();
   auto mem = seccomp_memfd(**bpf);
   if (!mem) return std::move(mem).error();
+  // A hidden path gone since resolve() (a daemon that exited, a socket closed) leaves nothing
+  // to hide, and bwrap has no "mask if present" flag: drop it here, as late as the parent
+  // can. One that goes between here and bwrap's mount still fails the spawn (narrow, not closed).
+  for (auto* v : {&p.hide_dirs, &p.hide_files})
+    std::erase_if(*v, [](const std::string& path) {
+      struct stat st {};
+      return ::lstat(path.c_str(), &st) != 0 && errno == ENOENT;
+    });
   auto launch = std::make_shared<BwrapLaunch>();
   launch->seccomp = std::move(*mem);
   BwrapInput in;

@@ -60,10 +60,16 @@ void ProcessOutputMethods::wait(Connection& c, const json& id, const json& param
     if (!compiled) throw invalid_param("until.regex", "invalid regex: " + compiled.error().context);
     u.regex = std::move(*compiled);
   }
-  if (auto idle = opt_number<long>(until, "idleMs")) u.idle = milliseconds{*idle};
+  if (auto idle = opt_number<long>(until, "idleMs")) {
+    if (*idle < 0 || *idle > 86400000) throw invalid_param("until.idleMs", "idleMs must be 0..86400000");
+    u.idle = milliseconds{*idle};
+  }
   u.bytes = opt_number<std::uint64_t>(until, "bytes");
-  if (auto port = opt_number<long>(until, "portOpen")) u.port = static_cast<int>(*port);
-  long timeout = std::min<long>(opt_number<long>(params, "timeoutMs").value_or(30000), 86400000);
+  if (auto port = opt_number<long>(until, "portOpen")) {
+    if (*port < 1 || *port > 65535) throw invalid_param("until.portOpen", "portOpen must be a TCP port, 1..65535");
+    u.port = static_cast<int>(*port);
+  }
+  long timeout = std::clamp<long>(opt_number<long>(params, "timeoutMs").value_or(30000), 0, 86400000);
   session::Session& s = p->session;
   std::uint64_t after = params.contains("afterSeq") && !params["afterSeq"].is_null()
                             ? opt_number<std::uint64_t>(params, "afterSeq").value_or(0)

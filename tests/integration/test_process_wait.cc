@@ -116,12 +116,15 @@ TEST_CASE("process/wait: idle fires on a quiet process; the timeout ends a wait 
   CHECK(timeout["result"]["exited"] == false);
 }
 
-TEST_CASE("process/wait: an invalid regex is an invalid-params error") {
+TEST_CASE("process/wait: an invalid regex, idleMs or portOpen is an invalid-params error") {
   WaitFixture w;
   w.start("exec sleep 30");
-  long id = w.next_id++;
-  w.p.call(id, "process/wait", {{"processId", "p"}, {"until", {{"regex", "("}}}});
-  json r = w.p.reply(id);
-  REQUIRE(r.contains("error"));
-  CHECK(r["error"]["code"] == -32602);
+  for (json until : {json{{"regex", "("}}, json{{"idleMs", -1}}, json{{"idleMs", 9000000000000000000LL}},
+                     json{{"portOpen", 0}}, json{{"portOpen", 65616}}}) {
+    long id = w.next_id++;
+    w.p.call(id, "process/wait", {{"processId", "p"}, {"until", until}});
+    json r = w.p.reply(id);
+    REQUIRE(r.contains("error"));
+    CHECK(r["error"]["code"] == -32602);
+  }
 }

@@ -204,13 +204,19 @@ def main():
                     # loaded machine, must not let the file exist at launch), then 0.3 s later.
                     child = subprocess.Popen(cmd, cwd=ws, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                              text=True, pass_fds=(host.fd,), stdin=subprocess.DEVNULL)
-                    ready, _, _ = select.select([child.stderr], [], [], 30)
-                    first = child.stderr.readline() if ready else ""
+                    seen, deadline = b"", time.time() + 30
+                    while b"waiting\n" not in seen and time.time() < deadline:
+                        ready, _, _ = select.select([child.stderr], [], [], 1)
+                        if ready:  # read the fd itself: the text wrapper keeps no bytes back
+                            piece = os.read(child.stderr.fileno(), 4096)
+                            if not piece:
+                                break
+                            seen += piece
                     time.sleep(0.3)
                     with open(args[0], "w") as f:
                         f.write("TOKEN=late\n")
                     out, err = child.communicate(timeout=60)
-                    err = first + err
+                    err = seen.decode(errors="replace") + err
                     proc = subprocess.CompletedProcess(cmd, child.returncode, out, err)
                 else:
                     proc = subprocess.run(cmd, cwd=ws, capture_output=True, text=True, timeout=60,
