@@ -32,9 +32,8 @@ class ProcessWait {
   };
   // How often the waiter evaluates even without output (for idle, ports, the exit and timeout).
   static constexpr std::chrono::milliseconds kTick{25};
-  // The engine's timings for process/wait: trailing output may take 50 ms after the exit.
-  static constexpr agent::UntilTiming kTiming{std::chrono::milliseconds{200}, std::chrono::milliseconds{100},
-                                              std::chrono::milliseconds{50}};
+  // The engine's default timings (ports probed every 100 ms, trailing output 50 ms after the exit).
+  static constexpr agent::UntilTiming kTiming{};
 
   // Waits on `s` from just after chunk `after_seq`, for at most `timeout`.
   ProcessWait(session::Session& s, agent::Until until, session::Seq after_seq, std::chrono::milliseconds timeout);
