@@ -152,9 +152,16 @@ TEST_CASE("fds: init holds exactly its status pipe, listener, channel and mask s
   // init is the session's pid on the host: 0-2 /dev/null, 3 status, 4 seccomp listener,
   // 5 channel, and the detached tmpfs its late masks come from (deny-read is configured).
   // Until init's execve has closed the close-on-exec fds of the manager's copy, and init has
-  // made its mask source, the table is in flux: wait for it to settle.
+  // made its mask source, the table is in flux: wait for it to settle (while init makes the
+  // source, its seventh fd is the fscontext that becomes it, not yet the mount).
   std::vector<std::string> fds;
-  REQUIRE(f.run_until([&] { return (fds = fds_of(a.pid())).size() == 7; }, std::chrono::seconds{5}));
+  auto settled = [&] {
+    std::error_code ec;
+    fds = fds_of(a.pid());
+    return fds.size() == 7 &&
+           fs::read_symlink("/proc/" + std::to_string(a.pid()) + "/fd/" + fds[6], ec).string() != "anon_inode:[fscontext]";
+  };
+  REQUIRE(f.run_until(settled, std::chrono::seconds{5}));
   CHECK(std::vector<std::string>(fds.begin(), fds.begin() + 6) == std::vector<std::string>{"0", "1", "2", "3", "4", "5"});
   CHECK(fs::read_symlink("/proc/" + std::to_string(a.pid()) + "/fd/" + fds[6]) == "/");
   a.terminate();
