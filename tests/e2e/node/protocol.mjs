@@ -411,7 +411,8 @@ async function screenAndRoles(label, open) {
   const np = await a.request("process/snapshot", { processId: "pipe" });
   c("snapshot of a pipe process: notTty", np.error?.data?.kind === "notTty", JSON.stringify(np));
   // The agent view: exec/command and exec/readOutput with view "screen".
-  const ex = await a.request("exec/command", { cmd: "printf '\\033[?1049h\\033[HSCREEN-VIEW\\033[2;1Hrow-two'; sleep 3", tty: true, view: "screen", yield_time_ms: 800 });
+  // login: false: a login shell reads the profiles, 0.7 s on this machine kind (pyenv), more under MALLOC_PERTURB_.
+  const ex = await a.request("exec/command", { cmd: "printf '\\033[?1049h\\033[HSCREEN-VIEW\\033[2;1Hrow-two'; sleep 3", tty: true, view: "screen", yield_time_ms: 800, login: false });
   const sc = ex.result?.structuredContent;
   c("exec/command view screen: the screen as text", sc?.output === "SCREEN-VIEW\nrow-two" && sc?.screen?.alt_screen === true &&
     ex.result.content[0].text.includes("Screen: 24x80"), JSON.stringify(ex).slice(0, 500));
