@@ -40,11 +40,6 @@ std::int64_t uexec_round_trip(session::Session& s, loop::Loop& loop) {
   return t1 - t0;
 }
 
-std::string abs3(const char* unit, const std::vector<double>& v) {
-  Stats s = stats(v);
-  return fmt::format("{:.1f}/{:.1f}/{:.1f} {}", s.min, s.median, s.max, unit);
-}
-
 int bench_main(const Options& o) {
   const int rounds = o.quick ? 3 : 7;
   const int n = o.quick ? 300 : 5000;

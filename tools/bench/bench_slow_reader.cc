@@ -401,11 +401,6 @@ Run run_kind(loop::Loop& loop, const Setup& su, Kind k, bool tty, bool with_read
 
 // ---- the benchmark ---------------------------------------------------------------------------
 
-std::string abs3(const char* unit, const std::vector<double>& v, int prec = 1) {
-  Stats s = stats(v);
-  return fmt::format("{:.{}f}/{:.{}f}/{:.{}f} {}", s.min, prec, s.median, prec, s.max, prec, unit);
-}
-
 int bench_main(const Options& o) {
   Setup su;
   su.exe = self_exe();

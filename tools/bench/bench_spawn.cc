@@ -102,11 +102,6 @@ class Ballast {
   std::size_t n_;
 };
 
-std::string abs3(const char* unit, const std::vector<double>& v) {
-  Stats s = stats(v);
-  return fmt::format("{:.2f}/{:.2f}/{:.2f} {}", s.min, s.median, s.max, unit);
-}
-
 int bench_main(const Options& o) {
   const int rounds = o.quick ? 3 : 9;
   const int k = o.quick ? 10 : 50;
@@ -180,24 +175,24 @@ int bench_main(const Options& o) {
     }
     Row e = make_row("S1-echo", "spawn -> first byte, /bin/echo x, uexec/posix_spawn", s1e,
                      Cmp::kLe, 1.1);
-    e.absolute_text = fmt::format("raw {}; uexec {}", abs3("ms", raw_e), abs3("ms", uex_e));
+    e.absolute_text = fmt::format("raw {}; uexec {}", abs3("ms", raw_e, 2), abs3("ms", uex_e, 2));
     e.absolute = {{"raw_ms", raw_e}, {"uexec_ms", uex_e}, {"samples_per_round", k}};
     Row b = make_row("S1-bash", "spawn -> first prompt byte, bash --norc -i, uexec/posix_spawn",
                      s1b, Cmp::kLe, 1.1);
-    b.absolute_text = fmt::format("raw {}; uexec {}", abs3("ms", raw_b), abs3("ms", uex_b));
+    b.absolute_text = fmt::format("raw {}; uexec {}", abs3("ms", raw_b, 2), abs3("ms", uex_b, 2));
     b.absolute = {{"raw_ms", raw_b}, {"uexec_ms", uex_b}, {"samples_per_round", k}};
     Row s2 = make_row("S2", "echo x spawn at +256 MiB RSS, uexec grown/empty", s2u, Cmp::kLe, 1.1);
-    s2.absolute_text = fmt::format("uexec empty {}; grown {}", abs3("ms", uex_empty), abs3("ms", uex_grown));
+    s2.absolute_text = fmt::format("uexec empty {}; grown {}", abs3("ms", uex_empty, 2), abs3("ms", uex_grown, 2));
     s2.absolute = {{"uexec_empty_ms", uex_empty}, {"uexec_grown_ms", uex_grown}};
     Row s2f_row = make_row("S2-fork", "same for fork+exec, grown/empty (contrast)", s2f,
                            Cmp::kInfo, 0);
     s2f_row.absolute_text =
-        fmt::format("fork empty {}; grown {}", abs3("ms", fork_empty), abs3("ms", fork_grown));
+        fmt::format("fork empty {}; grown {}", abs3("ms", fork_empty, 2), abs3("ms", fork_grown, 2));
     s2f_row.absolute = {{"fork_empty_ms", fork_empty}, {"fork_grown_ms", fork_grown}};
     Row s2p_row = make_row("S2-posix_spawn", "same for raw posix_spawn, grown/empty (contrast)",
                            s2p, Cmp::kInfo, 0);
-    s2p_row.absolute_text = fmt::format("posix_spawn empty {}; grown {}", abs3("ms", ps_empty),
-                                        abs3("ms", ps_grown));
+    s2p_row.absolute_text = fmt::format("posix_spawn empty {}; grown {}", abs3("ms", ps_empty, 2),
+                                        abs3("ms", ps_grown, 2));
     s2p_row.absolute = {{"posix_spawn_empty_ms", ps_empty}, {"posix_spawn_grown_ms", ps_grown}};
     rows = {e, b, s2, s2f_row, s2p_row};
     if (o.peers)

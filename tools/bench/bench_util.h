@@ -215,6 +215,12 @@ inline Row make_row(std::string id, std::string name, std::vector<double> ratios
 
 inline std::string fmt_ratio(double r) { return fmt::format("{:.3f}", r); }
 
+// "min/median/max unit" of a row's absolute numbers, `prec` decimals.
+inline std::string abs3(const char* unit, const std::vector<double>& v, int prec = 1) {
+  Stats s = stats(v);
+  return fmt::format("{:.{}f}/{:.{}f}/{:.{}f} {}", s.min, prec, s.median, prec, s.max, prec, unit);
+}
+
 inline void print_table(std::string_view title, const std::vector<Row>& rows) {
   std::printf("\n### %.*s\n\n", static_cast<int>(title.size()), title.data());
   std::printf("| id | name | ratio min | ratio median | ratio max | target | met | absolute |\n");
