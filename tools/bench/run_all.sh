@@ -57,6 +57,15 @@ if [[ ${#peers[@]} -gt 0 ]]; then
   command -v tmux >/dev/null 2>&1 || echo "run_all.sh: tmux not found; tmux rows will be skipped" >&2
 fi
 
+# What was measured: the commit (with "-dirty" when the tree differs from it), when, where
+# and how. Every row of results.json carries it as "run", and results.md starts with it, so a
+# number is never read without the commit it belongs to.
+commit="$(git -C "$root" describe --always --dirty --abbrev=10 2>/dev/null || echo unknown)"
+started="$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
+machine="$(nproc) CPUs, $(uname -r), $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
+mode="${quick[*]:-full} ${peers[*]:-}"
+echo "run_all.sh: measuring commit $commit ($mode) from $started" >&2
+
 failed=0
 for p in "${programs[@]}"; do
   rm -f "$out/$p.json" "$out/$p.md"
@@ -85,19 +94,28 @@ else
   echo "run_all.sh: node or /usr/bin/chromium missing; B1 (bench_web) skipped" >&2
 fi
 
-python3 - "$out" "${merged[@]}" <<'PY'
+finished="$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
+python3 - "$out" "$commit" "$started" "$finished" "$machine" "$mode" "${merged[@]}" <<'PY'
 import json, os, sys
-out, programs = sys.argv[1], sys.argv[2:]
+out, commit, started, finished, machine, mode = sys.argv[1:7]
+programs = sys.argv[7:]
+run = {"commit": commit, "started": started, "finished": finished, "machine": machine,
+       "command": "tools/bench/run_all.sh " + mode.strip()}
 merged = []
 for p in programs:
     path = os.path.join(out, p + ".json")
     if os.path.exists(path):
         with open(path) as f:
-            merged.extend(json.load(f))
+            for row in json.load(f):
+                row["program"] = p
+                row["run"] = run
+                merged.append(row)
 with open(os.path.join(out, "results.json"), "w") as f:
     json.dump(merged, f, indent=2)
     f.write("\n")
 with open(os.path.join(out, "results.md"), "w") as f:
+    f.write("Measured at commit `%s`, %s to %s; %s; `%s`.\n" %
+            (commit, started, finished, machine, run["command"]))
     for p in programs:
         path = os.path.join(out, p + ".md")
         if os.path.exists(path):
