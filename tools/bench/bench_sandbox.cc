@@ -48,12 +48,23 @@
 //                to the first output byte only (*-fb: docs/sandbox.md §8's aim is spawn to first
 //                byte; the difference is exit, reap and namespace teardown); and plan-*:
 //                SandboxAttempt::env_for alone (the manager's planning) / the whole spawn
+//   BD-*         the breakdown (informational; --no-breakdown leaves it out): the landlock and
+//                ns plans started by pty::spawn itself (the child code of every session, without
+//                the manager's ring, loop and listener), whole (BD-landlock, BD-ns) and with one
+//                part left out at a time, each against an unsandboxed plan started the same way
+//                (d-none): -errno (the errno flavour of the filter: no user-notification
+//                listener made and sent), -noseccomp, -nocaps (no_new_privs only: no bounding-set
+//                drops, securebits or capset), -nolandlock, -nonet / -noipc (that namespace
+//                not made), -noview (no mount view: the host's tree in a new mount namespace).
+//                BD-manager-*: the session (ProcessManager) / the same plan by pty::spawn alone.
+//                A part's cost is BD-<whole> minus BD-<whole>-no<part>, in units of d-none.
 // A variant that fails on this host (backend unavailable, setup error) is skipped with its
 // error in the row; the program still exits 0 unless the unsandboxed baseline fails.
 //
 //   bench_sandbox [--quick] [--json PATH] [--runs N] [--rounds R] [--codex PATH] [--no-codex]
 //                 [--only ID,ID…]   (variants: landlock, ns, bwrap, bwrap-argv, bare-bwrap, codex; none always runs)
 //                 [--workspace-parent DIR]   (where the fresh workspace is made; default /var/tmp)
+//                 [--no-breakdown]           (leave out the d-* variants and BD-* rows)
 //
 // Codex is searched at --codex, $UEXEC_BENCH_CODEX, then
 // <source>/tests/e2e/conformance/node_modules/@openai/codex-linux-x64/vendor/
@@ -63,6 +74,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +89,8 @@
 #include "policy/linux_sandbox.h"
 #include "policy/profile.h"
 #include "policy/sandbox_attempt.h"
+#include "policy/seccomp.h"
+#include "pty/spawn.h"
 #include "session/process_manager.h"
 
 namespace uexec::bench {
@@ -111,6 +125,10 @@ struct Variant {
   // Not through uexec: each sample plans with `attempt` first (untimed), then times one
   // posix_spawn of exactly the planned argv, env, cwd and fds (the S4 baseline).
   bool raw = false;
+  // The breakdown (see the header): spawned by pty::spawn itself, with `trim` applied to the
+  // plan first (a step swapped for a no-op, a namespace flag cleared), not through the manager.
+  bool direct = false;
+  std::function<void(pty::SpawnSpec&)> trim;
   bool ok = true;
   std::string note;     // why skipped
   std::vector<double> all_ms;    // every sample
@@ -134,6 +152,26 @@ policy::ExecRequest request_for(const Variant& v, const std::string& cwd) {
   req.env = v.env;
   req.cwd = cwd;
   return req;
+}
+
+// ---- the breakdown's trims: one step of the plan swapped, or one namespace left out ----
+int noop_step(const void*, int) noexcept { return 0; }
+// What the privilege step must leave for the later steps when an unprivileged manager runs
+// the bench (seccomp and Landlock need no_new_privs without CAP_SYS_ADMIN).
+int no_new_privs_only(const void*, int) noexcept {
+  return ::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ? errno : 0;
+}
+// Replaces the step named `what` (in either list) by fn(arg); dies when the plan has none,
+// so a renamed step cannot silently turn a row into a copy of another.
+void swap_step(pty::SpawnSpec& spec, std::string_view what, int (*fn)(const void*, int) noexcept, const void* arg) {
+  for (auto* list : {&spec.steps, &spec.setup_steps})
+    for (auto& st : *list)
+      if (st.what && what == st.what) {
+        st.fn = fn;
+        st.arg = arg;
+        return;
+      }
+  die(fmt::format("breakdown: the plan has no step \"{}\"", what));
 }
 
 // The S4 baseline: one bare bwrap call with the argv, env, cwd and fds that uexec's plan for
@@ -222,10 +260,67 @@ std::optional<Sample> run_raw(const Variant& v, const std::string& cwd, std::str
   return Sample{t1 - t0, first - t0};
 }
 
+// A breakdown sample: the variant's plan (env_for, untimed, then `trim`), started by
+// pty::spawn on a fresh PTY, read to EOF and waited for. The same child code as a session's,
+// without the manager's side (ring, loop, listener, tombstone).
+std::optional<Sample> run_direct(const Variant& v, const std::string& cwd, std::string& err) {
+  policy::ExecRequest req = request_for(v, cwd);
+  auto spec = v.attempt.env_for(req);
+  if (!spec) {
+    err = "env_for: " + spec.error().message();
+    return std::nullopt;
+  }
+  if (v.trim) v.trim(*spec);
+  std::int64_t t0 = now_ns();
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  char slave[64];
+  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0 || ::ptsname_r(master, slave, sizeof slave) != 0)
+    die_errno("posix_openpt");
+  int slave_fd = ::open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave_fd < 0) die_errno(std::string("open ") + slave);
+  pty::ChildStdio stdio;
+  stdio.tty = slave_fd;
+  auto child = pty::spawn(*spec, stdio);
+  ::close(slave_fd);
+  if (!child) {
+    ::close(master);
+    err = "spawn: " + child.error().message();
+    return std::nullopt;
+  }
+  std::string out;
+  std::int64_t first = 0;
+  char buf[4096];
+  for (;;) {  // until every slave fd is gone (EIO)
+    pollfd p{master, POLLIN, 0};
+    int pr = ::poll(&p, 1, 60'000);
+    if (pr < 0 && errno == EINTR) continue;
+    if (pr <= 0) break;
+    ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      break;
+    }
+    if (!first) first = now_ns();
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::int64_t t1 = now_ns();
+  ::close(master);
+  if (!first) first = t1;
+  if (!WIFEXITED(status) || out.find('x') == std::string::npos) {
+    err = fmt::format("status {:#x}; output: \"{}\"", status, out.substr(0, 600));
+    return std::nullopt;
+  }
+  return Sample{t1 - t0, first - t0};
+}
+
 // Returns the sample, or nullopt with `err`.
 std::optional<Sample> run_one(session::ProcessManager& pm, loop::Loop& loop, const Variant& v,
                                     const std::string& cwd, std::string& err) {
   if (v.raw) return run_raw(v, cwd, err);
+  if (v.direct) return run_direct(v, cwd, err);
   policy::ExecRequest req = request_for(v, cwd);
   std::int64_t t0 = now_ns();
   auto id = pm.start(req, v.attempt);
@@ -263,16 +358,12 @@ std::optional<Sample> run_one(session::ProcessManager& pm, loop::Loop& loop, con
   return Sample{t1 - t0, first - t0};
 }
 
-std::string abs3(const std::vector<double>& v) {
-  Stats s = stats(v);
-  return fmt::format("{:.2f}/{:.2f}/{:.2f} ms", s.min, s.median, s.max);
-}
-
 int bench_main(const Options& o) {
   std::atexit(cleanup);
   int runs = o.quick ? 40 : 200;
   int rounds = o.quick ? 4 : 8;
   bool want_codex = true;
+  bool breakdown = true;
   std::string ws_parent = "/var/tmp";
   std::function<bool(const std::string&)> only = [](const std::string&) { return true; };
   std::string codex_path;
@@ -292,13 +383,15 @@ int bench_main(const Options& o) {
       ws_parent = next();
     } else if (a == "--no-codex") {
       want_codex = false;
+    } else if (a == "--no-breakdown") {
+      breakdown = false;
     } else if (a == "--only") {
       std::string list = "," + next() + ",";
       only = [list](const std::string& id) { return id == "none" || list.find("," + id + ",") != std::string::npos; };
     } else {
       die("unknown option " + a +
           " (usage: bench_sandbox [--quick] [--json PATH] [--runs N] [--rounds R] [--codex PATH] [--no-codex]"
-          " [--only ID,ID…] [--workspace-parent DIR])");
+          " [--only ID,ID…] [--workspace-parent DIR] [--no-breakdown])");
     }
   }
   if (rounds < 1) rounds = 1;
@@ -407,6 +500,55 @@ int bench_main(const Options& o) {
       }
     }
     vs.push_back(std::move(v));
+  }
+
+  // The breakdown (informational rows BD-*): the landlock and ns plans started by
+  // pty::spawn directly, whole and with one part left out at a time, against an unsandboxed
+  // plan started the same way (d-none).
+  static std::shared_ptr<const policy::BpfProgram> errno_filter;  // the landlock plan's filter, errno flavour
+  if (breakdown) {
+    auto errno_prog = policy::seccomp_program(/*network=*/false, ::geteuid() == 0, /*notify=*/false, /*deny_unix=*/true);
+    if (!errno_prog) die("seccomp_program: " + errno_prog.error().message());
+    errno_filter = *errno_prog;
+    auto add_direct = [&](std::string id, std::string label, const std::string& base,
+                          std::function<void(pty::SpawnSpec&)> trim) {
+      Variant v;
+      for (auto& b : vs)
+        if (b.id == base) {
+          v.attempt = b.attempt;
+          v.ok = b.ok;
+          v.note = b.note;
+        }
+      v.id = std::move(id);
+      v.label = std::move(label);
+      v.argv = echo;
+      v.env = env;
+      v.direct = true;
+      v.trim = std::move(trim);
+      vs.push_back(std::move(v));
+    };
+    const char* kSeccomp = "sandbox: seccomp";
+    const char* kCaps = "sandbox: drop privileges";
+    add_direct("d-none", "unsandboxed, direct", "none", nullptr);
+    add_direct("d-landlock", "landlock, direct", "landlock", nullptr);
+    add_direct("d-landlock-errno", "landlock, errno filter (no listener)", "landlock", [=](pty::SpawnSpec& sp) {
+      swap_step(sp, kSeccomp, policy::apply_seccomp, errno_filter.get());
+    });
+    add_direct("d-landlock-noseccomp", "landlock, no seccomp", "landlock",
+               [=](pty::SpawnSpec& sp) { swap_step(sp, kSeccomp, noop_step, nullptr); });
+    add_direct("d-landlock-nocaps", "landlock, no cap drops", "landlock",
+               [=](pty::SpawnSpec& sp) { swap_step(sp, kCaps, no_new_privs_only, nullptr); });
+    add_direct("d-landlock-nolandlock", "landlock, no landlock_restrict_self", "landlock",
+               [](pty::SpawnSpec& sp) { swap_step(sp, "sandbox: landlock_restrict_self", noop_step, nullptr); });
+    add_direct("d-ns", "ns, direct", "ns", nullptr);
+    add_direct("d-ns-nonet", "ns without CLONE_NEWNET", "ns", [](pty::SpawnSpec& sp) { sp.ns_flags &= ~static_cast<unsigned long>(CLONE_NEWNET); });
+    add_direct("d-ns-noipc", "ns without CLONE_NEWIPC", "ns", [](pty::SpawnSpec& sp) { sp.ns_flags &= ~static_cast<unsigned long>(CLONE_NEWIPC); });
+    add_direct("d-ns-noview", "ns without the mount view", "ns",
+               [](pty::SpawnSpec& sp) { swap_step(sp, "sandbox: mount view", noop_step, nullptr); });
+    add_direct("d-ns-noseccomp", "ns without seccomp", "ns",
+               [=](pty::SpawnSpec& sp) { swap_step(sp, kSeccomp, noop_step, nullptr); });
+    add_direct("d-ns-nocaps", "ns without cap drops", "ns",
+               [=](pty::SpawnSpec& sp) { swap_step(sp, kCaps, no_new_privs_only, nullptr); });
   }
 
   for (auto& v : vs)
@@ -522,7 +664,7 @@ int bench_main(const Options& o) {
     if (!row.skipped()) {
       double pa = median(aa), pb = median(ba);
       row.absolute_text = fmt::format("{} {}; {} {}; pooled medians of {} samples: {:.2f} / {:.2f} ms = {:.3f}",
-                                      a.id, abs3(am), b.id, abs3(bm), aa.size(), pa, pb, pa / pb);
+                                      a.id, abs3("ms", am, 2), b.id, abs3("ms", bm, 2), aa.size(), pa, pb, pa / pb);
       row.absolute = {{"measure", first_byte ? "first_byte" : "exit_and_drained"},
                       {num + "_round_median_ms", am},
                       {den + "_round_median_ms", bm},
@@ -564,6 +706,23 @@ int bench_main(const Options& o) {
                            Cmp::kInfo, 0, true));
   rows.push_back(ratio_row("S4-bwrap-fb", "first byte only: LinuxBwrap / bare bwrap call with the same argv", "bwrap",
                            "bwrap-argv", Cmp::kInfo, 0, true));
+
+  // The breakdown: each direct variant / d-none, and what the manager adds around the child.
+  if (breakdown) {
+    for (auto& v : std::vector<std::string>{"d-landlock", "d-landlock-errno", "d-landlock-noseccomp",
+                                            "d-landlock-nocaps", "d-landlock-nolandlock", "d-ns", "d-ns-nonet",
+                                            "d-ns-noipc", "d-ns-noview", "d-ns-noseccomp", "d-ns-nocaps"}) {
+      Variant& d = find(v);
+      rows.push_back(ratio_row("BD-" + v.substr(2), "breakdown: " + d.label + " / unsandboxed, both by pty::spawn", v,
+                               "d-none", Cmp::kInfo, 0));
+    }
+    rows.push_back(ratio_row("BD-manager-none", "breakdown: unsandboxed session (ProcessManager) / pty::spawn alone",
+                             "none", "d-none", Cmp::kInfo, 0));
+    rows.push_back(ratio_row("BD-manager-landlock", "breakdown: landlock session (ProcessManager) / pty::spawn alone",
+                             "landlock", "d-landlock", Cmp::kInfo, 0));
+    rows.push_back(ratio_row("BD-manager-ns", "breakdown: ns session (ProcessManager) / pty::spawn alone", "ns",
+                             "d-ns", Cmp::kInfo, 0));
+  }
 
   // Informational: the plan's share of each sandboxed spawn (pooled medians).
   for (const char* id : {"landlock", "ns", "bwrap"}) {
