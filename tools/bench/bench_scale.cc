@@ -15,7 +15,8 @@
 //
 // RSS never shrinks once the allocator has grown, so every batch (baseline and uexec alike)
 // runs in a freshly forked child of this small process, which reports its numbers through a
-// pipe; each round therefore gives an honest RSS delta. Rounds alternate baseline, uexec.
+// pipe; each round therefore gives an honest RSS delta. Rounds alternate which side goes
+// first (raw, uexec; then uexec, raw).
 #include <malloc.h>
 
 #include <functional>
@@ -158,15 +159,10 @@ Batch uexec_batch(int n, const std::vector<std::string>& argv, const std::vector
   return b;
 }
 
-std::string abs3(const char* unit, const std::vector<double>& v, int prec = 1) {
-  Stats s = stats(v);
-  return fmt::format("{:.{}f}/{:.{}f}/{:.{}f} {}", s.min, prec, s.median, prec, s.max, prec, unit);
-}
-
 int bench_main(const Options& o) {
   raise_nofile();
   const int n = 1000;
-  const int rounds = o.quick ? 1 : 5;
+  const int rounds = o.quick ? 2 : 6;  // even: each order as often
   if (nofile_limit() < static_cast<std::size_t>(3 * n + 64))
     die(fmt::format("RLIMIT_NOFILE {} is too low for {} sessions", nofile_limit(), n));
   std::string sleep = which("sleep");
@@ -179,8 +175,17 @@ int bench_main(const Options& o) {
   std::vector<double> m1, m2, rss_per, heap_per, raw_ms, uex_ms, raw_down, uex_down;
   int min_held_raw = n, min_held_uexec = n;
   for (int r = 0; r < rounds; ++r) {
-    Batch a = in_child([&] { return raw_batch(n, cargv, cenv); });
-    Batch b = in_child([&] { return uexec_batch(n, argv, env); });
+    // Odd rounds start with uexec: neither side always runs right after the other's 1000
+    // exits (the kernel frees and, on these VMs, hands freed pages back to the host after a
+    // teardown; the batch that follows one pays for it).
+    Batch a, b;
+    if (r % 2 == 0) {
+      a = in_child([&] { return raw_batch(n, cargv, cenv); });
+      b = in_child([&] { return uexec_batch(n, argv, env); });
+    } else {
+      b = in_child([&] { return uexec_batch(n, argv, env); });
+      a = in_child([&] { return raw_batch(n, cargv, cenv); });
+    }
     min_held_raw = std::min(min_held_raw, a.held);
     min_held_uexec = std::min(min_held_uexec, b.held);
     double per = b.rss_kib / n;
