@@ -56,11 +56,13 @@
 // --driver   cdp (default) or playwright, see above
 // --rounds N, --mib N  override the rounds (5, --quick 2) and the flood size (64, --quick 8)
 // --trace    progress and per-round details on stderr (also BENCH_WEB_TRACE=1)
-// --explain  also run, in every round, three diagnostic conditions, each an informational row
+// --explain  also run, in every round, four diagnostic conditions, each an informational row
 //            against the same round's A: S = the daemon's screen model built by one
 //            process/snapshot and then fed every chunk, nothing subscribed; V = a Node viewer
 //            (another session) subscribed from seq 0, no snapshot, no browser; SV = both, the
-//            daemon's side of B without the browser. They tell which part of B costs what.
+//            daemon's side of B without the browser; BI = B with every Chromium thread under
+//            SCHED_IDLE (chrt) while the flood runs, so the browser gets only CPU time nothing
+//            else wants. They tell which part of B costs what.
 //
 // Prints a Markdown table on stdout; --json PATH writes (or appends to an existing array in
 // PATH) one result object shaped like the C++ benchmarks' rows (bench_util.h Row::to_json).
@@ -68,7 +70,7 @@
 // so its node_modules must be installed (npm ci in src/web/page).
 // Everything started here (browser, daemon, flood processes) is stopped and the temp dir
 // removed on every exit path, including errors, SIGINT and SIGTERM.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
@@ -668,7 +670,7 @@ async function runFlood(ctx, cond, label) {
   }, 10000);
 
   let page = null;
-  if (cond === 'B') {
+  if (cond === 'B' || cond === 'BI') {
     page = await ctx.browser.newPage();
     await page.addInitScript(pageProbe);
     await page.goto(ctx.daemonInfo.web, { waitUntil: 'load' });
@@ -699,6 +701,13 @@ async function runFlood(ctx, cond, label) {
     await sleep(200);
   }
 
+  // --explain BI: B with every Chromium thread under SCHED_IDLE for the timed interval, so
+  // that the browser runs only on CPU time nothing else wants. BI near A says B1 is set by the
+  // browser's share of the machine's two cores; BI near B says the daemon's side sets it.
+  const idle = (policy) => {
+    for (const pid of treeCpu(ctx.browserPid).keys()) spawnSync('chrt', ['-a', policy, '-p', '0', String(pid)], { stdio: 'ignore' });
+  };
+  if (cond === 'BI') idle('-i');
   const cpu0 = { daemon: cpuOf(daemon.pid), chromium: ctx.browserPid ? treeCpu(ctx.browserPid) : new Map(), node: nodeCpu(),
     foreign: foreignCpu() };
   const waitP = rpc.call('process/wait', { processId, until: { exit: true }, timeoutMs: 600000 });
@@ -709,6 +718,7 @@ async function runFlood(ctx, cond, label) {
   const t1 = performance.now();
   const cpu1 = { daemon: cpuOf(daemon.pid), chromium: ctx.browserPid ? treeCpu(ctx.browserPid) : new Map(), node: nodeCpu(),
     foreign: foreignCpu() };
+  if (cond === 'BI') idle('-o');
   const wr = await wrote;
   if (wr.status !== 'accepted') die(`release of ${processId}: ${JSON.stringify(wr)}`);
   if (w.fired !== 'exit' || w.exitCode !== 0) die(`${processId} did not exit cleanly: ${JSON.stringify(w)}`);
@@ -815,6 +825,7 @@ const EXPLAIN = [
   { cond: 'S', name: 'explain: screen model only (process/snapshot, then nothing subscribed) / nothing attached' },
   { cond: 'V', name: 'explain: one Node viewer subscribed (no snapshot, no browser) / nothing attached' },
   { cond: 'SV', name: 'explain: snapshot + Node viewer (the daemon side of B, no browser) / nothing attached' },
+  { cond: 'BI', name: 'explain: the browser attached as in B, every Chromium thread SCHED_IDLE / nothing attached' },
 ];
 
 async function main() {
