@@ -31,6 +31,10 @@ const char* stream_name(Stream s) noexcept {
 
 namespace {
 
+// A first read shorter than this ends a wake-up's drain (handle_readable): interactive echo,
+// not a flood (a flooding PTY hands out ~4 KiB per read, a pipe up to 64 KiB).
+constexpr std::size_t kShortRead = 256;
+
 // A child's stdin pipe whose reader is gone must fail our write with EPIPE, not kill the
 // manager with SIGPIPE. The child gets SIG_DFL back in spawn.
 void ignore_sigpipe_once() {
@@ -228,6 +232,10 @@ void PtyProcess::handle_readable(Output& out, std::size_t budget) {
       listener_->on_output(out.stream, slab.first(static_cast<std::size_t>(n)));
       total += static_cast<std::size_t>(n);
       if (total >= budget) return;  // level-triggered: the poll fires again next turn
+      // A small first read is a keystroke's echo or a prompt: the next read would almost
+      // always be EAGAIN, one system call per keystroke for nothing (W1). Level-triggered,
+      // the poll fires again next turn if more came meanwhile. Bulk output keeps draining.
+      if (total < kShortRead) return;
       continue;
     }
     if (n == 0) return close_output(out, opts_.tty && !exited_);  // pipes: the last writer closed
