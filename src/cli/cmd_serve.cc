@@ -10,6 +10,7 @@
 // nothing left running. Logs go to stderr (UEXEC_LOG sets the level).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -19,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/host.h"
+#include "cli/daemon_lock.h"
 #include "cli/sandbox_flags.h"
 #include "cli/ws_listener_flags.h"
 #include "policy/control_registry.h"
@@ -57,11 +59,13 @@ int cmd_serve(const std::vector<std::string>& args) {
     return Flags::Verdict{};
   });
   flags.on({"--no-web"}, [&] { web = false; });
+  bool replace = false;
+  flags.on({"--replace"}, [&] { replace = true; });
   ParsedArgs parsed = flags.parse(args);
   if (parsed.help) {
     std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]\n"
                "                   [--allow-origin ORIGIN]... [--allow-host HOST]... [--allow-remote]\n"
-               "                   [--token-file PATH] [--sandbox MODE ...]\n"
+               "                   [--token-file PATH] [--sandbox MODE ...] [--replace]\n"
                "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
                "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (a fresh token in\n"
                "  <socket dir>/token, or --token-file's), which also serves the web terminal at\n"
@@ -73,7 +77,10 @@ int cmd_serve(const std::vector<std::string>& args) {
                "  another origin or under a Host name that is not ours: 403.\n",
                stdout);
     std::fputs(WsListenerFlags::kHelp, stdout);
-    std::fputs("  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
+    std::fputs("  One daemon per socket: a second `serve` on the same socket refuses (exit 1) and names\n"
+               "  the running one's pid; --replace stops that one (SIGTERM, its sessions end) and takes\n"
+               "  over. A WebSocket port already in use is refused the same way.\n"
+               "  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
     std::fputs(SandboxFlags::kHelp, stdout);
     return 0;
   }
@@ -109,6 +116,16 @@ int cmd_serve(const std::vector<std::string>& args) {
   ho.sandbox = &sandbox;
   ho.exec_server.emplace();
   ho.exec_server->daemon = true;
+  // One daemon per socket (daemon_lock.h): before the socket or the token is touched.
+  if (auto r = rpc::prepare_socket_dir(rpc::socket_dir_of(socket_path)); !r) {
+    std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
+    return kExitInternal;
+  }
+  auto lock = DaemonLock::acquire(socket_path, replace, std::chrono::seconds(10));
+  if (!lock) {
+    std::fprintf(stderr, "uexec serve: %s\n", lock.error().context.c_str());
+    return kExitRefused;
+  }
   auto host = Host::create(ho);
   if (!host) return kExitUsage;
   if (auto r = host->listen_unix(socket_path); !r) {
@@ -152,8 +169,8 @@ int cmd_serve(const std::vector<std::string>& args) {
     if (web) wo.web_root = web_root.empty() ? web::default_web_root() : web_root;
     auto port = host->listen_ws(wo);
     if (!port) {
-      std::fprintf(stderr, "uexec serve: %s\n", port.error().message().c_str());
-      return kExitInternal;
+      std::fprintf(stderr, "uexec serve: %s\n", port.error().context.c_str());
+      return port.error().code == base::Errc::kLimit ? kExitRefused : kExitInternal;
     }
     plane.token_files.push_back(token_path);
     plane.tcp_ports.push_back(*port);

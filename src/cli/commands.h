@@ -10,7 +10,9 @@
 namespace uexec::cli {
 
 // Exit codes of uexec itself, following env(1): 125 for uexec's own failure, 126 when the
-// command was found but could not run, 127 when it was not found; 2 for bad usage.
+// command was found but could not run, 127 when it was not found; 2 for bad usage; 1 when
+// uexec refuses on purpose (a daemon already runs on that socket, its port is taken).
+inline constexpr int kExitRefused = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitInternal = 125;
 inline constexpr int kExitCannotRun = 126;

@@ -19,10 +19,13 @@ std::string default_socket_path() {
   return "/tmp/uexec-" + std::to_string(::getuid()) + "/uexec.sock";
 }
 
-namespace {
-// The directory must be ours, 0700 and a real directory: anything else could let another
-// user see or hijack the socket.
-Result<void> prepare_dir(const std::string& dir) {
+std::string socket_dir_of(const std::string& socket_path) {
+  auto slash = socket_path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : socket_path.substr(0, slash);
+}
+
+Result<void> prepare_socket_dir(const std::string& dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Error::sys("mkdir " + dir);
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) return Error::sys("lstat " + dir);
@@ -31,7 +34,6 @@ Result<void> prepare_dir(const std::string& dir) {
   if ((st.st_mode & 0077) != 0) return Error::invalid(dir + " is accessible by other users (mode must be 0700)");
   return {};
 }
-}  // namespace
 
 UnixServer::~UnixServer() {
   listener_.close();
@@ -41,13 +43,11 @@ UnixServer::~UnixServer() {
 }
 
 Result<void> UnixServer::listen(const std::string& path) {
-  std::string dir = path.substr(0, path.rfind('/'));
-  if (dir.empty()) dir = "/";
-  if (auto r = prepare_dir(dir); !r) return r;
+  if (auto r = prepare_socket_dir(socket_dir_of(path)); !r) return r;
   struct stat st {};
   if (::lstat(path.c_str(), &st) == 0) {
     if (!S_ISSOCK(st.st_mode)) return Error::invalid(path + " exists and is not a socket");
-    ::unlink(path.c_str());  // stale: a live daemon would have answered the CLI first
+    ::unlink(path.c_str());  // stale: a live daemon holds the lock serve takes first (daemon_lock.h)
   }
   auto h = loop::make_handle<uv_pipe_t>([&](uv_pipe_t* p) { return uv_pipe_init(loop_.get(), p, 0); }, "uv_pipe_init");
   if (!h) return std::move(h).error();

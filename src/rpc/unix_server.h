@@ -26,6 +26,13 @@ namespace uexec::rpc {
 // $XDG_RUNTIME_DIR/uexec/uexec.sock, else /tmp/uexec-$UID/uexec.sock.
 std::string default_socket_path();
 
+// The directory a socket path lives in: "." for a bare name, "/" for one at the root.
+std::string socket_dir_of(const std::string& socket_path);
+
+// Makes `dir` (mode 0700) or checks it: ours, 0700, a real directory (not a symlink); anything
+// else could let another user see or hijack the socket.
+[[nodiscard]] base::Result<void> prepare_socket_dir(const std::string& dir);
+
 class UnixServer {
  public:
   UnixServer(loop::Loop& loop, ExecServer& server) : loop_(loop), server_(server), sweep_(loop) {}

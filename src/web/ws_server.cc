@@ -3,6 +3,8 @@
 #include <libwebsockets.h>
 
 #include <arpa/inet.h>
+#include <netdb.h>
+#include <sys/socket.h>
 #include <netinet/in.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/unique_fd.h"
 #include "web/listener_auth.h"
 
 namespace uexec::web {
@@ -387,6 +390,37 @@ bool origin_allowed(std::string_view origin, int port, const std::vector<std::st
   return *o == "http://127.0.0.1" + suffix || *o == "http://localhost" + suffix || *o == "http://[::1]" + suffix;
 }
 
+namespace {
+
+Error in_use(const std::string& host, int port) {
+  return Error{base::Errc::kLimit, 0,
+               "cannot listen on " + host + ":" + std::to_string(port) +
+                   ": the port is in use (or the address is not one of this machine's); pick another with --ws"};
+}
+
+// Binds a throw-away socket to host:port as lws will (SO_REUSEADDR): a port another process
+// listens on is refused here, before lws, which only logs a failed bind and carries on.
+Result<void> check_port_free(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
+    return {};  // not a numeric address: lws decides (an interface name)
+  base::UniqueFd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  bool free = true;
+  if (fd) {
+    int one = 1;
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    free = ::bind(fd.get(), res->ai_addr, res->ai_addrlen) == 0 || errno != EADDRINUSE;
+  }
+  ::freeaddrinfo(res);
+  if (!free) return in_use(host, port);
+  return {};
+}
+
+}  // namespace
+
 WsServer::WsServer(loop::Loop& loop, rpc::ExecServer& server, WsOptions options)
     : loop_(loop), server_(server), opts_(std::move(options)) {}
 
@@ -427,10 +461,23 @@ Result<void> WsServer::start() {
     // Pick a free port ourselves: lws reports the bound port only through the vhost.
     info.port = 0;
   }
+  if (opts_.port != 0) {
+    if (auto r = check_port_free(opts_.host, opts_.port); !r) return r;
+  }
   ctx_ = lws_create_context(&info);
   if (!ctx_) return Error::invalid("could not start the WebSocket server on " + opts_.host + ":" + std::to_string(opts_.port));
+  // lws creates the context even when the bind fails (it only logs "Failed to create default
+  // vhost"): no vhost, or no listening port, is a failure here. The context is freed by the
+  // destructor as always.
   struct lws_vhost* vh = lws_get_vhost_by_name(ctx_, "default");
-  port_ = vh ? lws_get_vhost_listen_port(vh) : opts_.port;
+  port_ = vh ? lws_get_vhost_listen_port(vh) : -1;
+  if (opts_.port != 0 && port_ <= 0) {
+    // Lost a race for the port since check_port_free. Tearing this context down crashes
+    // inside libuv (lws has let go of its event library by then), and the caller exits on
+    // this error: the context is left to the process's exit on purpose.
+    ctx_ = nullptr;
+    return in_use(opts_.host, opts_.port);
+  }
   return {};
 }
 

@@ -51,6 +51,29 @@ for _ in range(100):
 check("socket exists", os.path.exists(sock))
 check("socket is 0600", stat.S_IMODE(os.stat(sock).st_mode) == 0o600, oct(os.stat(sock).st_mode))
 
+# One daemon per socket: a second `serve` on the same socket refuses and names the first; it
+# used to delete the live daemon's socket on its way out, leaving that daemon unreachable.
+r = subprocess.run([uexec, "serve", "--socket", sock, "--no-ws"], env=env, capture_output=True, timeout=20)
+second = r.stderr.decode(errors="replace")
+check("a second serve on the same socket exits 1", r.returncode == 1, f"{r.returncode} {second}")
+check("...naming the running daemon", f"already running (pid {server.pid})" in second and "--replace" in second, second)
+check("...and leaves its socket alone", os.path.exists(sock))
+r = subprocess.run([uexec, "ls"], env=env, capture_output=True, timeout=20)
+check("the first daemon still answers", r.returncode == 0, r.stderr.decode(errors="replace"))
+
+# A WebSocket port already taken: refused with exit 1, no "listening on ws://" announced.
+busy = socket.socket()
+busy.bind(("127.0.0.1", 0))
+busy.listen(1)
+busy_port = busy.getsockname()[1]
+r = subprocess.run([uexec, "serve", "--socket", os.path.join(tmp, "taken", "uexec.sock"), "--ws", f"127.0.0.1:{busy_port}"],
+                   env=env, capture_output=True, timeout=20)
+taken = r.stderr.decode(errors="replace")
+check("serve with its port taken exits 1", r.returncode == 1 and f"127.0.0.1:{busy_port}: the port is in use" in taken,
+      f"{r.returncode} {taken}")
+check("...and announces no WebSocket listener", "listening on ws://" not in taken, taken)
+busy.close()
+
 
 def cli(*args, input=None, timeout=20):
     r = subprocess.run([uexec, *args], env=env, capture_output=True, timeout=timeout, input=input)
@@ -323,6 +346,42 @@ check("SIGTERM: the daemon exits 0", rc == 0, str(rc))
 left = subprocess.run(["pgrep", "-f", f"echo tick-daemon-test-{os.getpid()}"], capture_output=True).stdout.decode().strip()
 check("SIGTERM: nothing is left running", left == "", left)
 check("the socket is removed", not os.path.exists(sock))
+
+# --replace: a second serve stops the running one (SIGTERM: it ends its sessions and removes
+# its socket) and takes over the same socket.
+rsock = os.path.join(tmp, "replace", "uexec.sock")
+renv = dict(env, UEXEC_SOCKET=rsock)
+first = subprocess.Popen([uexec, "serve", "--socket", rsock, "--no-ws"], stderr=subprocess.DEVNULL, env=renv)
+for _ in range(100):
+    if os.path.exists(rsock):
+        break
+    time.sleep(0.05)
+r = subprocess.run([uexec, "start", "--", "sleep", "1000"], env=renv, capture_output=True, timeout=20, text=True)
+check("--replace: a session runs on the first daemon", r.returncode == 0, r.stdout + r.stderr)
+newer = subprocess.Popen([uexec, "serve", "--socket", rsock, "--no-ws", "--replace"], stderr=subprocess.PIPE, env=renv)
+try:
+    first_rc = first.wait(timeout=15)
+except subprocess.TimeoutExpired:
+    first_rc = None
+    first.kill()
+check("--replace: the running daemon exits 0", first_rc == 0, str(first_rc))
+ok = False
+for _ in range(200):
+    r = subprocess.run([uexec, "ls"], env=renv, capture_output=True, timeout=20, text=True)
+    if r.returncode == 0:
+        ok = True
+        break
+    time.sleep(0.05)
+check("--replace: the new daemon answers on the same socket", ok and "sleep" not in r.stdout, r.stdout + r.stderr)
+with open(rsock + ".lock") as f:
+    holder = f.read().strip()
+check("--replace: the lock names the new daemon", holder == str(newer.pid), holder)
+newer.send_signal(signal.SIGTERM)
+try:
+    check("--replace: the new daemon exits 0 on SIGTERM", newer.wait(timeout=10) == 0)
+except subprocess.TimeoutExpired:
+    newer.kill()
+    check("--replace: the new daemon exits 0 on SIGTERM", False, "timeout")
 
 print(f"daemon: {passed} passed, {failed} failed")
 sys.exit(0 if failed == 0 else 1)
