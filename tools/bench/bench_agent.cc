@@ -95,6 +95,7 @@ int bench_main(const Options& o) {
     base::Config cfg;
     cfg.close_drain = std::chrono::milliseconds{1000};
     cfg.agent.post_write_settle = std::chrono::milliseconds{0};
+    if (containment_off()) cfg.containment = base::ContainmentMode::kOff;
     session::ProcessManager pm(loop, cfg);
     agent::AgentService exec(pm, base_env, "/tmp");
     Agent ag{loop, exec};

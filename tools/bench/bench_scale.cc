@@ -120,7 +120,9 @@ Batch uexec_batch(int n, const std::vector<std::string>& argv, const std::vector
   b.n = n;
   loop::Loop loop;
   {
-    auto pm = std::make_unique<session::ProcessManager>(loop);
+    base::Config cfg;
+    if (containment_off()) cfg.containment = base::ContainmentMode::kOff;
+    auto pm = std::make_unique<session::ProcessManager>(loop, cfg);
     policy::ExecRequest req;
     req.argv = argv;
     req.tty = true;

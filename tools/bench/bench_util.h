@@ -434,6 +434,13 @@ inline ssize_t read_retry(int fd, void* buf, std::size_t n) {
   }
 }
 
+// UEXEC_CONTAINMENT=off in the environment: a program's uexec side runs without per-session
+// cgroups (base::ContainmentMode::kOff), to break a row down; anything else keeps the default.
+inline bool containment_off() {
+  const char* v = std::getenv("UEXEC_CONTAINMENT");
+  return v && std::string_view(v) == "off";
+}
+
 // Which PATH entry holds `name` (for peers and for argv[0] of the baselines).
 inline std::string which(const std::string& name) {
   if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : "";
