@@ -16,8 +16,10 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +32,7 @@
 #include "pty/pty_pair.h"
 #include "rpc/base64.h"
 #include "rpc/client.h"
+#include "rpc/process_control_methods.h"
 #include "rpc/unix_server.h"
 
 namespace uexec::cli {
@@ -184,6 +187,27 @@ int cmd_send(const std::vector<std::string>& args) {
   });
 }
 
+// A signal as kill(1) takes it (INT, SIGINT, int, 2) or as the protocol names it
+// (interrupt): the protocol's name, or nothing when the daemon cannot send it.
+std::optional<std::string> protocol_signal(const std::string& given) {
+  const auto& names = rpc::ProcessControlMethods::signal_names();
+  for (const auto& [name, num] : names)
+    if (given == name) return name;
+  int signum = 0;
+  if (!given.empty() && given.find_first_not_of("0123456789") == std::string::npos && given.size() < 4) {
+    signum = std::atoi(given.c_str());
+  } else {
+    std::string abbrev;
+    for (char ch : given) abbrev += static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    if (abbrev.rfind("SIG", 0) == 0) abbrev.erase(0, 3);
+    for (int n = 1; n < NSIG && signum == 0; ++n)
+      if (const char* a = ::sigabbrev_np(n); a && abbrev == a) signum = n;
+  }
+  for (const auto& [name, num] : names)
+    if (num == signum) return name;
+  return std::nullopt;
+}
+
 int cmd_kill(const std::vector<std::string>& args) {
   std::string sig;
   Flags flags(Unmatched::kCollect);
@@ -193,8 +217,19 @@ int cmd_kill(const std::vector<std::string>& args) {
   });
   std::vector<std::string> pos = flags.parse(args).rest;
   if (pos.size() != 1) {
-    std::fputs("usage: uexec kill ID [--signal interrupt|terminate|kill|hangup|quit|suspend|continue]\n", stderr);
+    std::fputs("usage: uexec kill ID [--signal SIGNAL]  (INT, TERM, KILL, HUP, QUIT, TSTP, CONT, as names, SIGNAMES\n"
+               "       or numbers; or interrupt, terminate, kill, hangup, quit, suspend, continue)\n",
+               stderr);
     return kExitUsage;
+  }
+  if (!sig.empty()) {
+    auto name = protocol_signal(sig);
+    if (!name) {
+      std::fprintf(stderr, "uexec kill: the daemon cannot send signal '%s'; it sends INT, TERM, KILL, HUP, QUIT, TSTP "
+                   "and CONT (by name, SIGNAME or number)\n", sig.c_str());
+      return kExitUsage;
+    }
+    sig = *name;
   }
   return with_target(pos[0], [&](rpc::Client* c, const Target* t) {
     json params = addr(*t);

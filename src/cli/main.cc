@@ -56,6 +56,8 @@ usage:
       An interactive login shell ($SHELL -l) through the session core.
   uexec help | --help | -h
       This text.
+  uexec version | --version
+      The version of uexec.
 
 environment:
   UEXEC_LOG=error|warn|info|debug   log level for uexec's own messages (stderr; default warn)
@@ -93,6 +95,11 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, stdout);
     return 0;
   }
-  std::fprintf(stderr, "uexec: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+  if (cmd == "version" || cmd == "--version" || cmd == "-V") {
+    std::printf("uexec %s\n", UEXEC_VERSION);
+    return 0;
+  }
+  // One line, so the error does not scroll away behind the whole usage text.
+  std::fprintf(stderr, "uexec: unknown command '%s' (`uexec --help` lists them)\n", cmd.c_str());
   return uexec::cli::kExitUsage;
 }

@@ -13,6 +13,17 @@ contains() {  # contains NAME NEEDLE HAYSTACK
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# The top level: a version, and an unknown command as one line that points to --help (the
+# 60-line usage used to follow it and scroll the error away).
+out=$("$uexec" --version); rc=$?
+check "--version: exit code" 0 "$rc"
+contains "--version: prints it" "uexec 0." "$out"
+check "version: the same" "$out" "$("$uexec" version)"
+"$uexec" no-such-command >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "unknown command: exit code" 2 "$rc"
+check "unknown command: one line" 1 "$(wc -l <"$tmp/err")"
+contains "unknown command: names it and --help" "unknown command 'no-such-command' (\`uexec --help\` lists them)" "$(cat "$tmp/err")"
+
 out=$("$uexec" run -- sh -c 'printf hello; exit 7'); rc=$?
 check "printf hello; exit 7: stdout" hello "$out"
 check "printf hello; exit 7: exit code" 7 "$rc"

@@ -331,6 +331,24 @@ while time.time() < end:
         break
     time.sleep(0.1)
 check("killed process is closed", "closed" in out.split(pid_id, 1)[-1].split("\n", 1)[0], out)
+# kill --signal takes kill(1)'s names and numbers as well as the protocol's names.
+for sig in ("INT", "SIGTERM", "9", "hangup"):
+    code, sid_out, err = cli("start", "--", "sleep", "1000")
+    target = sid_out.strip()
+    code, out, err = cli("kill", target, "--signal", sig)
+    check(f"kill --signal {sig}: accepted", code == 0, err)
+    end = time.time() + 10
+    line = ""
+    while time.time() < end:
+        _, out, _ = cli("ls")
+        line = out.split(target, 1)[-1].split("\n", 1)[0] if target in out else ""
+        if "closed" in line or "exited" in line:
+            break
+        time.sleep(0.1)
+    check(f"kill --signal {sig}: the process ends", "closed" in line or "exited" in line, line)
+code, out, err = cli("kill", pid_id, "--signal", "BOGUS")
+check("kill --signal BOGUS: usage error", code == 2 and "cannot send signal 'BOGUS'" in err, f"{code} {err}")
+
 code, out, err = cli("send", "nope/none", "x")
 check("an unknown ID is a clear error", code != 0 and "no process" in err, err)
 
