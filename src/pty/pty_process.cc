@@ -206,14 +206,14 @@ void PtyProcess::on_poll(uv_poll_t* h, int status, int events) noexcept {
   if (status < 0) {
     // libuv stops a poll handle on POLLERR. Read what is there, then treat it as the end.
     out->armed = 0;  // libuv stopped the handle
-    self->handle_readable(*out, self->opts_.read_burst_bytes);
+    self->handle_readable(*out, self->opts_.read_burst_bytes, Drain::kFinal);
     if (out->fd) {
       UEXEC_LOG(kWarn, "poll error on {} output: {}", stream_name(out->stream), uv_strerror(status));
       self->close_output(*out);
     }
     return;
   }
-  if (events & UV_READABLE) self->handle_readable(*out, self->opts_.read_burst_bytes);
+  if (events & UV_READABLE) self->handle_readable(*out, self->opts_.read_burst_bytes, Drain::kWakeUp);
   if ((events & UV_WRITABLE) && self->opts_.tty && self->outputs_[0].fd) self->flush_input();
 }
 
@@ -221,7 +221,7 @@ void PtyProcess::on_stdin_poll(uv_poll_t* h, int /*status*/, int /*events*/) noe
   if (auto* self = static_cast<PtyProcess*>(h->data)) self->flush_input();
 }
 
-void PtyProcess::handle_readable(Output& out, std::size_t budget) {
+void PtyProcess::handle_readable(Output& out, std::size_t budget, Drain drain) {
   std::span<std::byte> slab = loop_->read_slab();
   std::size_t total = 0;
   bool eio_once = false;
@@ -235,7 +235,7 @@ void PtyProcess::handle_readable(Output& out, std::size_t budget) {
       // A small first read is a keystroke's echo or a prompt: the next read would almost
       // always be EAGAIN, one system call per keystroke for nothing (W1). Level-triggered,
       // the poll fires again next turn if more came meanwhile. Bulk output keeps draining.
-      if (total < kShortRead) return;
+      if (drain == Drain::kWakeUp && total < kShortRead) return;
       continue;
     }
     if (n == 0) return close_output(out, opts_.tty && !exited_);  // pipes: the last writer closed
@@ -280,7 +280,7 @@ void PtyProcess::hang_up() {
   paused_ = 0;  // the last drain happens even for a slow consumer or a rate limit (the ring bounds it)
   for (auto& out : outputs_) {
     // A final bounded drain: bytes already in the kernel buffer are output too.
-    handle_readable(out, opts_.read_burst_bytes);
+    handle_readable(out, opts_.read_burst_bytes, Drain::kFinal);
     close_output(out);
   }
 }

@@ -133,7 +133,11 @@ class PtyProcess {
   base::Result<void> watch_outputs();
   static void on_poll(uv_poll_t* h, int status, int events) noexcept;
   static void on_stdin_poll(uv_poll_t* h, int status, int events) noexcept;
-  void handle_readable(Output& out, std::size_t budget);
+  // Reads `out` until EAGAIN, EOF or `budget` bytes. kWakeUp: a short first read (an echo, a
+  // prompt) ends it too, the level-triggered poll fires again if more came; kFinal (a hang-up,
+  // a poll error: no next turn) always reads on.
+  enum class Drain { kWakeUp, kFinal };
+  void handle_readable(Output& out, std::size_t budget, Drain drain);
   void close_output(Output& out, bool keep_fd = false);
   void flush_input();
   void update_poll_events();
