@@ -27,6 +27,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/daemon_lock.h"
 #include "cli/flags.h"
 #include "cli/session_defaults.h"
 #include "pty/pty_pair.h"
@@ -46,10 +47,14 @@ struct Target {
   bool tty = false;
 };
 
-std::optional<rpc::Client> connect(long ttl = 10000) {
+// Where the clients find the daemon: $UEXEC_SOCKET, else the default socket path.
+std::string client_socket_path() {
   const char* env = std::getenv("UEXEC_SOCKET");
-  std::string path = env && *env ? env : rpc::default_socket_path();
-  auto c = rpc::Client::connect_unix(path, ttl);
+  return env && *env ? env : rpc::default_socket_path();
+}
+
+std::optional<rpc::Client> connect(long ttl = 10000) {
+  auto c = rpc::Client::connect_unix(client_socket_path(), ttl);
   if (!c) {
     std::fprintf(stderr, "uexec: %s\n", c.error().message().c_str());
     return std::nullopt;
@@ -211,8 +216,10 @@ std::optional<std::string> protocol_signal(const std::string& given) {
 int cmd_kill(const std::vector<std::string>& args) {
   std::string sig;
   Flags flags(Unmatched::kCollect);
+  bool sig_given = false;
   flags.value({"--signal", "-s"}, [&](const std::string& v) {
     sig = v;
+    sig_given = true;
     return Flags::Verdict{};
   });
   std::vector<std::string> pos = flags.parse(args).rest;
@@ -222,7 +229,7 @@ int cmd_kill(const std::vector<std::string>& args) {
                stderr);
     return kExitUsage;
   }
-  if (!sig.empty()) {
+  if (sig_given) {
     auto name = protocol_signal(sig);
     if (!name) {
       std::fprintf(stderr, "uexec kill: the daemon cannot send signal '%s'; it sends INT, TERM, KILL, HUP, QUIT, TSTP "
@@ -401,9 +408,33 @@ int cmd_attach(const std::vector<std::string>& args) {
   });
 }
 
+// `uexec stop`: the daemon on the clients' socket ends (as on SIGTERM: its sessions end too).
+int cmd_stop(const std::vector<std::string>& args) {
+  constexpr const char* kStopUsage =
+      "usage: uexec stop\n  Stops the daemon at $UEXEC_SOCKET (else the default socket) as SIGTERM does (its\n"
+      "  sessions end) and waits for it to exit. Exit 1 when none runs there.\n";
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::fputs(kStopUsage, stdout);
+    return 0;
+  }
+  if (!args.empty()) {
+    std::fprintf(stderr, "uexec stop: unexpected argument '%s'\n%s", args[0].c_str(), kStopUsage);
+    return kExitUsage;
+  }
+  auto pid = DaemonLock::stop(client_socket_path(), std::chrono::seconds(15));
+  if (!pid) {
+    const bool expected = pid.error().code == base::Errc::kNotFound || pid.error().code == base::Errc::kLimit;
+    std::fprintf(stderr, "uexec stop: %s\n", expected ? pid.error().context.c_str() : pid.error().message().c_str());
+    return expected ? kExitRefused : kExitInternal;
+  }
+  std::fprintf(stderr, "uexec stop: stopped the daemon (pid %d)\n", static_cast<int>(*pid));
+  return 0;
+}
+
 }  // namespace
 
 int cmd_client(const std::string& cmd, const std::vector<std::string>& args) {
+  if (cmd == "stop") return cmd_stop(args);
   if (cmd == "ls") return cmd_ls(args);
   if (cmd == "start") return cmd_start(args);
   if (cmd == "send") return cmd_send(args);

@@ -22,6 +22,7 @@
 #include "cli/host.h"
 #include "cli/daemon_lock.h"
 #include "cli/sandbox_flags.h"
+#include "cli/session_defaults.h"
 #include "cli/ws_listener_flags.h"
 #include "policy/control_registry.h"
 #include "rpc/unix_server.h"
@@ -92,6 +93,9 @@ int cmd_serve(const std::vector<std::string>& args) {
     std::fprintf(stderr, "uexec serve: %s\n", sandbox.error.c_str());
     return kExitUsage;
   }
+  // The socket, its lock and the token are named absolutely (the control plane's registry
+  // and every later message need that), whatever the cwd was.
+  if (!socket_path.empty() && socket_path.front() != '/') socket_path = current_directory() + "/" + socket_path;
 #if UEXEC_HAVE_LWS
   // The WebSocket listener's address and flags are checked before anything listens.
   web::WsOptions wo;
@@ -123,8 +127,10 @@ int cmd_serve(const std::vector<std::string>& args) {
   }
   auto lock = DaemonLock::acquire(socket_path, replace, std::chrono::seconds(10));
   if (!lock) {
-    std::fprintf(stderr, "uexec serve: %s\n", lock.error().context.c_str());
-    return kExitRefused;
+    const bool refused = lock.error().code == base::Errc::kLimit;  // another daemon: on purpose
+    std::fprintf(stderr, "uexec serve: %s\n",
+                 refused ? lock.error().context.c_str() : lock.error().message().c_str());
+    return refused ? kExitRefused : kExitInternal;
   }
   auto host = Host::create(ho);
   if (!host) return kExitUsage;
@@ -149,7 +155,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   if (!ws.empty()) {
     // A fresh token lives next to the socket, readable by us alone; --token-file's stays where it is.
     std::string token_path = ws_flags.token_file;
-    std::string default_path = socket_path.substr(0, socket_path.rfind('/')) + "/token";
+    std::string default_path = rpc::socket_dir_of(socket_path) + "/token";
     if (!token_path.empty()) {
       // A token an earlier run left at the default place is not this one's: nobody should read it.
       struct stat mine {}, stale {};

@@ -33,6 +33,15 @@ class DaemonLock {
   [[nodiscard]] static base::Result<DaemonLock> acquire(const std::string& socket_path, bool replace,
                                                         std::chrono::milliseconds wait);
 
+  // The pid of the daemon holding `socket_path`'s lock; 0 when none does; -1 when one in
+  // another pid namespace does. Never call it inside the daemon: closing any fd of the lock
+  // file drops a POSIX lock its process holds.
+  static pid_t holder(const std::string& socket_path);
+
+  // `uexec stop`: SIGTERM to that daemon, then waits (up to `wait`) until its lock is free.
+  // Returns the pid stopped; an error when none runs or it did not exit in time.
+  [[nodiscard]] static base::Result<pid_t> stop(const std::string& socket_path, std::chrono::milliseconds wait);
+
   // The path of the lock file for `socket_path`.
   static std::string path_for(const std::string& socket_path) { return socket_path + ".lock"; }
 

@@ -51,12 +51,13 @@ usage:
   uexec send ID TEXT [--no-newline]            type TEXT and Enter into a process
   uexec kill ID [--signal NAME]                terminate it (or send one signal)
   uexec logs ID [--follow]                     its retained output (--follow: and live)
+  uexec stop                                   stop the daemon (its sessions end) and wait for it
       The clients find the daemon at $UEXEC_SOCKET, else the default socket path.
   uexec demo
       An interactive login shell ($SHELL -l) through the session core.
   uexec help | --help | -h
       This text.
-  uexec version | --version
+  uexec version | --version | -V
       The version of uexec.
 
 environment:
@@ -89,7 +90,8 @@ int main(int argc, char** argv) {
   if (cmd == "mcp") return uexec::cli::cmd_mcp(args);
   if (cmd == "exec-server") return uexec::cli::cmd_exec_server(args);
   if (cmd == "serve") return uexec::cli::cmd_serve(args);
-  if (cmd == "ls" || cmd == "start" || cmd == "send" || cmd == "kill" || cmd == "logs" || cmd == "attach")
+  if (cmd == "ls" || cmd == "start" || cmd == "send" || cmd == "kill" || cmd == "logs" || cmd == "attach" ||
+      cmd == "stop")
     return uexec::cli::cmd_client(cmd, args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::fputs(kUsage, stdout);
