@@ -392,31 +392,36 @@ bool origin_allowed(std::string_view origin, int port, const std::vector<std::st
 
 namespace {
 
-Error in_use(const std::string& host, int port) {
+Error cannot_listen(const std::string& host, int port, const std::string& why) {
   return Error{base::Errc::kLimit, 0,
-               "cannot listen on " + host + ":" + std::to_string(port) +
-                   ": the port is in use (or the address is not one of this machine's); pick another with --ws"};
+               "cannot listen on " + host + ":" + std::to_string(port) + ": " + why + "; pick another with --ws"};
 }
 
-// Binds a throw-away socket to host:port as lws will (SO_REUSEADDR): a port another process
-// listens on is refused here, before lws, which only logs a failed bind and carries on.
+// Binds a throw-away socket to host:port as lws will (SO_REUSEADDR), so that a port another
+// process listens on, a privileged port or an address this machine does not have is refused
+// here with its reason: lws only logs a failed bind and carries on without a listener.
 Result<void> check_port_free(const std::string& host, int port) {
   addrinfo hints{};
   hints.ai_socktype = SOCK_STREAM;
   hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
   addrinfo* res = nullptr;
   if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
-    return {};  // not a numeric address: lws decides (an interface name)
+    return {};  // not a numeric address: an interface name, which lws resolves itself
   base::UniqueFd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  bool free = true;
+  int err = 0;
   if (fd) {
     int one = 1;
     ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    free = ::bind(fd.get(), res->ai_addr, res->ai_addrlen) == 0 || errno != EADDRINUSE;
+    if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0) err = errno;
   }
   ::freeaddrinfo(res);
-  if (!free) return in_use(host, port);
-  return {};
+  switch (err) {
+    case 0: return {};
+    case EADDRINUSE: return cannot_listen(host, port, "the port is in use");
+    case EADDRNOTAVAIL: return cannot_listen(host, port, "the address is not one of this machine's");
+    case EACCES: return cannot_listen(host, port, "permission denied (a port below 1024 needs privileges)");
+    default: return cannot_listen(host, port, std::strerror(err));
+  }
 }
 
 }  // namespace
@@ -467,16 +472,16 @@ Result<void> WsServer::start() {
   ctx_ = lws_create_context(&info);
   if (!ctx_) return Error::invalid("could not start the WebSocket server on " + opts_.host + ":" + std::to_string(opts_.port));
   // lws creates the context even when the bind fails (it only logs "Failed to create default
-  // vhost"): no vhost, or no listening port, is a failure here. The context is freed by the
-  // destructor as always.
+  // vhost"): no vhost, or no listening port, is a failure here.
   struct lws_vhost* vh = lws_get_vhost_by_name(ctx_, "default");
   port_ = vh ? lws_get_vhost_listen_port(vh) : -1;
-  if (opts_.port != 0 && port_ <= 0) {
-    // Lost a race for the port since check_port_free. Tearing this context down crashes
-    // inside libuv (lws has let go of its event library by then), and the caller exits on
-    // this error: the context is left to the process's exit on purpose.
+  if (port_ <= 0) {
+    // Only a port taken since check_port_free (or an interface name lws could not bind) gets
+    // here. Tearing such a context down crashes inside libuv (lws has let go of its event
+    // library by then) and every caller exits on this error, so the context is left to the
+    // process's exit on purpose.
     ctx_ = nullptr;
-    return in_use(opts_.host, opts_.port);
+    return cannot_listen(opts_.host, opts_.port, "the port is in use, or the address cannot be bound");
   }
   return {};
 }
