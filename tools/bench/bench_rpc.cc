@@ -802,10 +802,12 @@ Tput raw_ceiling_sample(const std::string& file, std::uint64_t expect) {
   pid_t pid = spawn_on_pty(p, argv, envp);
   std::uint64_t bytes = 0;
   pollfd pfd{p.master, POLLIN, 0};
+  bool eio_once = false;
   for (;;) {
     ssize_t n = ::read(p.master, buf.data(), buf.size());
     if (n > 0) {
       bytes += static_cast<std::uint64_t>(n);
+      eio_once = false;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -813,7 +815,13 @@ Tput raw_ceiling_sample(const std::string& file, std::uint64_t expect) {
       if (::poll(&pfd, 1, -1) < 0 && errno != EINTR) die_errno("poll");
       continue;
     }
-    break;  // EIO: every slave fd is closed
+    // EIO: every slave fd is closed. Twice in a row, as PtyProcess does: a read first flushes
+    // the tty's pending buffer work, which the next one may find.
+    if (n < 0 && errno == EIO && !eio_once) {
+      eio_once = true;
+      continue;
+    }
+    break;
   }
   reap(pid);
   std::int64_t t1 = now_ns();

@@ -294,6 +294,10 @@ std::optional<Sample> run_direct(const Variant& v, const std::string& cwd, std::
     pollfd p{master, POLLIN, 0};
     int pr = ::poll(&p, 1, 60'000);
     if (pr < 0 && errno == EINTR) continue;
+    if (pr == 0) {  // wedged: kill it (for ns, pid 1: the whole namespace) rather than wait forever
+      ::kill(child->pid, SIGKILL);
+      err = "no EOF within 60 s";
+    }
     if (pr <= 0) break;
     ssize_t n = ::read(master, buf, sizeof buf);
     if (n <= 0) {
@@ -309,6 +313,7 @@ std::optional<Sample> run_direct(const Variant& v, const std::string& cwd, std::
   std::int64_t t1 = now_ns();
   ::close(master);
   if (!first) first = t1;
+  if (!err.empty()) return std::nullopt;
   if (!WIFEXITED(status) || out.find('x') == std::string::npos) {
     err = fmt::format("status {:#x}; output: \"{}\"", status, out.substr(0, 600));
     return std::nullopt;
@@ -387,7 +392,10 @@ int bench_main(const Options& o) {
       breakdown = false;
     } else if (a == "--only") {
       std::string list = "," + next() + ",";
-      only = [list](const std::string& id) { return id == "none" || list.find("," + id + ",") != std::string::npos; };
+      // The baselines always run: "none" for every row, "d-none" for the breakdown's.
+      only = [list](const std::string& id) {
+        return id == "none" || id == "d-none" || list.find("," + id + ",") != std::string::npos;
+      };
     } else {
       die("unknown option " + a +
           " (usage: bench_sandbox [--quick] [--json PATH] [--runs N] [--rounds R] [--codex PATH] [--no-codex]"

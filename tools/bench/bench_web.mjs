@@ -704,8 +704,13 @@ async function runFlood(ctx, cond, label) {
   // --explain BI: B with every Chromium thread under SCHED_IDLE for the timed interval, so
   // that the browser runs only on CPU time nothing else wants. BI near A says B1 is set by the
   // browser's share of the machine's two cores; BI near B says the daemon's side sets it.
+  // Every change must take: a browser left under SCHED_IDLE would spoil every later round
+  // (returning to SCHED_OTHER needs CAP_SYS_NICE or RLIMIT_NICE; chrt may be missing).
   const idle = (policy) => {
-    for (const pid of treeCpu(ctx.browserPid).keys()) spawnSync('chrt', ['-a', policy, '-p', '0', String(pid)], { stdio: 'ignore' });
+    for (const pid of treeCpu(ctx.browserPid).keys()) {
+      const r = spawnSync('chrt', ['-a', policy, '-p', '0', String(pid)], { stdio: 'ignore' });
+      if (r.error || (r.status !== 0 && alive(pid))) die(`chrt ${policy} ${pid} failed: BI needs chrt and CAP_SYS_NICE`);
+    }
   };
   if (cond === 'BI') idle('-i');
   const cpu0 = { daemon: cpuOf(daemon.pid), chromium: ctx.browserPid ? treeCpu(ctx.browserPid) : new Map(), node: nodeCpu(),
