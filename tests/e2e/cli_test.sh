@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 # 60-line usage used to follow it and scroll the error away).
 out=$("$uexec" --version); rc=$?
 check "--version: exit code" 0 "$rc"
-contains "--version: prints it" "uexec 0." "$out"
+if [[ "$out" =~ ^uexec\ [0-9]+\.[0-9]+ ]]; then pass=$((pass + 1)); else echo "FAIL: --version: [$out]"; fail=$((fail + 1)); fi
 check "version: the same" "$out" "$("$uexec" version)"
 "$uexec" no-such-command >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "unknown command: exit code" 2 "$rc"

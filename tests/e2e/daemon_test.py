@@ -53,7 +53,15 @@ check("socket is 0600", stat.S_IMODE(os.stat(sock).st_mode) == 0o600, oct(os.sta
 
 # One daemon per socket: a second `serve` on the same socket refuses and names the first; it
 # used to delete the live daemon's socket on its way out, leaving that daemon unreachable.
-r = subprocess.run([uexec, "serve", "--socket", sock, "--no-ws"], env=env, capture_output=True, timeout=20)
+def run_bounded(argv, e, seconds=20):
+    """subprocess.run that kills the child on a timeout and reports it as exit code None."""
+    try:
+        return subprocess.run(argv, env=e, capture_output=True, timeout=seconds)
+    except subprocess.TimeoutExpired as t:
+        return subprocess.CompletedProcess(argv, None, t.stdout or b"", (t.stderr or b"") + b" (timed out)")
+
+
+r = run_bounded([uexec, "serve", "--socket", sock, "--no-ws"], env)
 second = r.stderr.decode(errors="replace")
 check("a second serve on the same socket exits 1", r.returncode == 1, f"{r.returncode} {second}")
 check("...naming the running daemon", f"already running (pid {server.pid})" in second and "--replace" in second, second)
@@ -66,8 +74,8 @@ busy = socket.socket()
 busy.bind(("127.0.0.1", 0))
 busy.listen(1)
 busy_port = busy.getsockname()[1]
-r = subprocess.run([uexec, "serve", "--socket", os.path.join(tmp, "taken", "uexec.sock"), "--ws", f"127.0.0.1:{busy_port}"],
-                   env=env, capture_output=True, timeout=20)
+r = run_bounded([uexec, "serve", "--socket", os.path.join(tmp, "taken", "uexec.sock"), "--ws", f"127.0.0.1:{busy_port}"],
+                env)
 taken = r.stderr.decode(errors="replace")
 check("serve with its port taken exits 1", r.returncode == 1 and f"127.0.0.1:{busy_port}: the port is in use" in taken,
       f"{r.returncode} {taken}")
@@ -369,37 +377,65 @@ check("the socket is removed", not os.path.exists(sock))
 # its socket) and takes over the same socket.
 rsock = os.path.join(tmp, "replace", "uexec.sock")
 renv = dict(env, UEXEC_SOCKET=rsock)
-first = subprocess.Popen([uexec, "serve", "--socket", rsock, "--no-ws"], stderr=subprocess.DEVNULL, env=renv)
-for _ in range(100):
-    if os.path.exists(rsock):
-        break
-    time.sleep(0.05)
-r = subprocess.run([uexec, "start", "--", "sleep", "1000"], env=renv, capture_output=True, timeout=20, text=True)
-check("--replace: a session runs on the first daemon", r.returncode == 0, r.stdout + r.stderr)
-newer = subprocess.Popen([uexec, "serve", "--socket", rsock, "--no-ws", "--replace"], stderr=subprocess.PIPE, env=renv)
+replace_log = open(os.path.join(tmp, "replace.log"), "wb")
+first = subprocess.Popen([uexec, "serve", "--socket", rsock, "--no-ws"], stderr=replace_log, env=renv)
+newer = None
+
+
+def answers(e, seconds):
+    """True once `uexec ls` succeeds against the socket in `e` (polled for up to `seconds`)."""
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            if subprocess.run([uexec, "ls"], env=e, capture_output=True, timeout=20).returncode == 0:
+                return True
+        except subprocess.TimeoutExpired:
+            pass
+        time.sleep(0.05)
+    return False
+
+
 try:
-    first_rc = first.wait(timeout=15)
-except subprocess.TimeoutExpired:
-    first_rc = None
-    first.kill()
-check("--replace: the running daemon exits 0", first_rc == 0, str(first_rc))
-ok = False
-for _ in range(200):
-    r = subprocess.run([uexec, "ls"], env=renv, capture_output=True, timeout=20, text=True)
-    if r.returncode == 0:
-        ok = True
-        break
-    time.sleep(0.05)
-check("--replace: the new daemon answers on the same socket", ok and "sleep" not in r.stdout, r.stdout + r.stderr)
-with open(rsock + ".lock") as f:
-    holder = f.read().strip()
-check("--replace: the lock names the new daemon", holder == str(newer.pid), holder)
-newer.send_signal(signal.SIGTERM)
-try:
-    check("--replace: the new daemon exits 0 on SIGTERM", newer.wait(timeout=10) == 0)
-except subprocess.TimeoutExpired:
-    newer.kill()
-    check("--replace: the new daemon exits 0 on SIGTERM", False, "timeout")
+    check("--replace: the first daemon answers", answers(renv, 30))
+    r = subprocess.run([uexec, "start", "--", "sleep", "1000"], env=renv, capture_output=True, timeout=20, text=True)
+    check("--replace: a session runs on the first daemon", r.returncode == 0, r.stdout + r.stderr)
+    newer = subprocess.Popen([uexec, "serve", "--socket", rsock, "--no-ws", "--replace"], stderr=replace_log, env=renv)
+    try:
+        first_rc = first.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        first_rc = None
+        first.kill()
+    check("--replace: the running daemon exits 0", first_rc == 0, str(first_rc))
+    ok = False
+    for _ in range(200):
+        r = subprocess.run([uexec, "ls"], env=renv, capture_output=True, timeout=20, text=True)
+        if r.returncode == 0:
+            ok = True
+            break
+        time.sleep(0.05)
+    check("--replace: the new daemon answers on the same socket", ok and "sleep" not in r.stdout, r.stdout + r.stderr)
+    with open(rsock + ".lock") as f:
+        holder = f.read().strip()
+    check("--replace: the lock names the new daemon", holder == str(newer.pid), holder)
+    # `uexec stop` ends the daemon on the clients' socket and waits for it; a second one finds none.
+    r = subprocess.run([uexec, "stop"], env=renv, capture_output=True, timeout=30, text=True)
+    check("stop: exit 0, naming the daemon", r.returncode == 0 and f"pid {newer.pid}" in r.stderr, f"{r.returncode} {r.stderr}")
+    try:
+        check("stop: the daemon has exited 0 when stop returns", newer.wait(timeout=1) == 0)
+    except subprocess.TimeoutExpired:
+        newer.kill()
+        check("stop: the daemon has exited 0 when stop returns", False, "still running")
+    check("stop: its socket is gone", not os.path.exists(rsock))
+    r = subprocess.run([uexec, "stop"], env=renv, capture_output=True, timeout=30, text=True)
+    check("stop with no daemon: exit 1 and says so", r.returncode == 1 and "no daemon runs on unix:" in r.stderr,
+        f"{r.returncode} {r.stderr}")
+except subprocess.TimeoutExpired as e:
+    check("--replace/stop section finished", False, f"timed out: {e}")
+finally:
+    for p in (first, newer):
+        if p is not None and p.poll() is None:
+            p.kill()
+            p.wait()
 
 print(f"daemon: {passed} passed, {failed} failed")
 sys.exit(0 if failed == 0 else 1)
