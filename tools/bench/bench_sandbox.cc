@@ -174,6 +174,44 @@ void swap_step(pty::SpawnSpec& spec, std::string_view what, int (*fn)(const void
   die(fmt::format("breakdown: the plan has no step \"{}\"", what));
 }
 
+// The end of a raw or direct sample: `master` read until every slave fd is gone (EIO), the
+// child reaped, the output checked for the "x". A child with no EOF within 60 s is killed (for
+// ns, pid 1: the whole namespace) rather than waited for. Closes `master`.
+std::optional<Sample> drain_and_reap(int master, pid_t pid, std::int64_t t0, bool need_zero_exit, std::string& err) {
+  std::string out;
+  std::int64_t first = 0;
+  char buf[4096];
+  for (;;) {
+    pollfd p{master, POLLIN, 0};
+    int pr = ::poll(&p, 1, 60'000);
+    if (pr < 0 && errno == EINTR) continue;  // the manager's SIGCHLD handler
+    if (pr == 0) {
+      ::kill(pid, SIGKILL);
+      err = "no EOF within 60 s";
+    }
+    if (pr <= 0) break;
+    ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) {
+      if (n < 0 && errno == EINTR) continue;
+      break;
+    }
+    if (!first) first = now_ns();
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  std::int64_t t1 = now_ns();
+  ::close(master);
+  if (!first) first = t1;
+  if (!err.empty()) return std::nullopt;
+  if (!WIFEXITED(status) || (need_zero_exit && WEXITSTATUS(status) != 0) || out.find('x') == std::string::npos) {
+    err = fmt::format("status {:#x}; output: \"{}\"", status, out.substr(0, 600));
+    return std::nullopt;
+  }
+  return Sample{t1 - t0, first - t0};
+}
+
 // The S4 baseline: one bare bwrap call with the argv, env, cwd and fds that uexec's plan for
 // the same request holds, started by posix_spawn on a fresh PTY (setsid, the slave as the
 // controlling tty and stdio, the plan's fds on 3, 4, …: the seccomp memfd, or uexec-init, its
@@ -231,33 +269,7 @@ std::optional<Sample> run_raw(const Variant& v, const std::string& cwd, std::str
     err = fmt::format("posix_spawn {}: {}", program, std::strerror(rc));
     return std::nullopt;
   }
-  std::string out;
-  std::int64_t first = 0;
-  char buf[4096];
-  for (;;) {  // until every slave fd is gone (EIO)
-    pollfd p{master, POLLIN, 0};
-    int pr = ::poll(&p, 1, 60'000);
-    if (pr < 0 && errno == EINTR) continue;  // the manager's SIGCHLD handler
-    if (pr <= 0) break;
-    ssize_t n = ::read(master, buf, sizeof buf);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      break;
-    }
-    if (!first) first = now_ns();
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  std::int64_t t1 = now_ns();
-  ::close(master);
-  if (!first) first = t1;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out.find('x') == std::string::npos) {
-    err = fmt::format("status {:#x}; output: \"{}\"", status, out.substr(0, 600));
-    return std::nullopt;
-  }
-  return Sample{t1 - t0, first - t0};
+  return drain_and_reap(master, pid, t0, /*need_zero_exit=*/true, err);
 }
 
 // A breakdown sample: the variant's plan (env_for, untimed, then `trim`), started by
@@ -287,38 +299,7 @@ std::optional<Sample> run_direct(const Variant& v, const std::string& cwd, std::
     err = "spawn: " + child.error().message();
     return std::nullopt;
   }
-  std::string out;
-  std::int64_t first = 0;
-  char buf[4096];
-  for (;;) {  // until every slave fd is gone (EIO)
-    pollfd p{master, POLLIN, 0};
-    int pr = ::poll(&p, 1, 60'000);
-    if (pr < 0 && errno == EINTR) continue;
-    if (pr == 0) {  // wedged: kill it (for ns, pid 1: the whole namespace) rather than wait forever
-      ::kill(child->pid, SIGKILL);
-      err = "no EOF within 60 s";
-    }
-    if (pr <= 0) break;
-    ssize_t n = ::read(master, buf, sizeof buf);
-    if (n <= 0) {
-      if (n < 0 && errno == EINTR) continue;
-      break;
-    }
-    if (!first) first = now_ns();
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  int status = 0;
-  while (::waitpid(child->pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  std::int64_t t1 = now_ns();
-  ::close(master);
-  if (!first) first = t1;
-  if (!err.empty()) return std::nullopt;
-  if (!WIFEXITED(status) || out.find('x') == std::string::npos) {
-    err = fmt::format("status {:#x}; output: \"{}\"", status, out.substr(0, 600));
-    return std::nullopt;
-  }
-  return Sample{t1 - t0, first - t0};
+  return drain_and_reap(master, child->pid, t0, /*need_zero_exit=*/false, err);
 }
 
 // Returns the sample, or nullopt with `err`.
