@@ -18,9 +18,9 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/daemon_lock.h"
 #include "cli/flags.h"
 #include "cli/host.h"
-#include "cli/daemon_lock.h"
 #include "cli/sandbox_flags.h"
 #include "cli/session_defaults.h"
 #include "cli/ws_listener_flags.h"
