@@ -298,8 +298,10 @@ int cmd_logs(const std::vector<std::string>& args) {
         std::fprintf(stderr, "uexec logs: %s\n", r.error().context.c_str());
         return 1;
       }
-      stream(*c, *t);
-      return 0;
+      // The end is shown and reflected as `uexec run` does: the exit code (128+N for signal N).
+      const int code = stream(*c, *t);
+      if (code > 0) std::fprintf(stderr, "uexec logs: the process exited with code %d\n", code);
+      return code >= 0 ? code : 0;
     }
     json params = addr(*t);
     params["afterSeq"] = 0;

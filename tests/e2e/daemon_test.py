@@ -339,6 +339,15 @@ while time.time() < end:
         break
     time.sleep(0.1)
 check("killed process is closed", "closed" in out.split(pid_id, 1)[-1].split("\n", 1)[0], out)
+# logs --follow shows how the process ended and exits with its code (it used to exit 0).
+code, sid_out, err = cli("start", "--", "sh", "-c", "echo before-exit; sleep 0.5; exit 4")
+r = run_bounded([uexec, "logs", sid_out.strip(), "--follow"], env, 30)
+check("logs --follow: the process's exit code", r.returncode == 4, f"{r.returncode} {r.stderr!r}")
+check("logs --follow: its output, then a note of the exit",
+      b"before-exit" in r.stdout and b"exited with code 4" in r.stderr, f"{r.stdout!r} {r.stderr!r}")
+r = run_bounded([uexec, "logs", sid_out.strip(), "--follow"], env, 30)
+check("logs --follow after the end: the same exit code", r.returncode == 4, f"{r.returncode} {r.stderr!r}")
+
 # kill --signal takes kill(1)'s names and numbers as well as the protocol's names.
 for sig in ("INT", "SIGTERM", "9", "hangup"):
     code, sid_out, err = cli("start", "--", "sleep", "1000")
