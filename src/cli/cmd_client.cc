@@ -110,11 +110,39 @@ void write_out(const std::string& bytes) {
   }
 }
 
+constexpr const char* kLsUsage = "usage: uexec ls [--all]\n  The daemon's processes: id, pid, state, tty, exit code, command.\n";
+constexpr const char* kStartUsage =
+    "usage: uexec start [--tty] [--cwd DIR] [--] CMD [ARG...]\n  Starts CMD in the daemon and prints its ID.\n";
+constexpr const char* kSendUsage = "usage: uexec send ID TEXT [--no-newline]\n  Types TEXT (and Enter) into a process.\n";
+constexpr const char* kKillUsage =
+    "usage: uexec kill ID [--signal SIGNAL]\n  Terminates a process (escalating), or sends one signal: INT, TERM, KILL,"
+    " HUP, QUIT, TSTP, CONT\n  (as names, SIGNAMES or numbers), or interrupt, terminate, kill, hangup, quit, suspend,"
+    " continue.\n";
+constexpr const char* kLogsUsage =
+    "usage: uexec logs ID [--follow]\n  A process's retained output; --follow streams on until it ends and exits with"
+    " its code.\n";
+constexpr const char* kAttachUsage = "usage: uexec attach ID\n  Your terminal on a process; Ctrl-] detaches.\n";
+
+// A client command's parse: -h/--help prints its usage (exit 0), an error prints the error and
+// the usage (exit 2); nullopt when the command goes on.
+std::optional<int> settle_parse(const ParsedArgs& parsed, const char* cmd, const char* usage) {
+  if (parsed.help) {
+    std::fputs(usage, stdout);
+    return 0;
+  }
+  if (!parsed.error.empty()) {
+    std::fprintf(stderr, "uexec %s: %s\n%s", cmd, parsed.error.c_str(), usage);
+    return kExitUsage;
+  }
+  return std::nullopt;
+}
+
 int cmd_ls(const std::vector<std::string>& args) {
   bool all = false;
-  Flags flags(Unmatched::kEndsFlags);  // what follows the first other word is ignored
+  Flags flags(Unmatched::kRefuse, "argument");
+  flags.help();
   flags.on({"--all"}, [&] { all = true; });
-  (void)flags.parse(args);
+  if (auto done = settle_parse(flags.parse(args), "ls", kLsUsage)) return *done;
   auto c = connect();
   if (!c) return kExitInternal;
   auto list = c->call("process/list", {{"all", true}});
@@ -138,16 +166,19 @@ int cmd_ls(const std::vector<std::string>& args) {
 int cmd_start(const std::vector<std::string>& args) {
   bool tty = false;
   std::string cwd;
-  Flags flags(Unmatched::kEndsFlags);  // the command starts at its first word (`--` is optional)
+  Flags flags(Unmatched::kEndsFlagsUnlessDashed);  // the command starts at its first word (`--` is optional)
+  flags.help();
   flags.double_dash_ends_flags();
   flags.on({"--tty", "-t"}, [&] { tty = true; });
   flags.value({"--cwd"}, [&](const std::string& v) {
     cwd = v;
     return Flags::Verdict{};
   });
-  std::vector<std::string> argv = flags.parse(args).rest;
+  ParsedArgs parsed = flags.parse(args);
+  if (auto done = settle_parse(parsed, "start", kStartUsage)) return *done;
+  std::vector<std::string> argv = parsed.rest;
   if (argv.empty()) {
-    std::fputs("usage: uexec start [--tty] [--cwd DIR] -- CMD [ARG...]\n", stderr);
+    std::fputs(kStartUsage, stderr);
     return kExitUsage;
   }
   auto c = connect(-1);  // what we start keeps running after we disconnect
@@ -172,10 +203,13 @@ int cmd_start(const std::vector<std::string>& args) {
 int cmd_send(const std::vector<std::string>& args) {
   bool newline = true;
   Flags flags(Unmatched::kCollect);
+  flags.help();
   flags.on({"--no-newline", "-n"}, [&] { newline = false; });
-  std::vector<std::string> pos = flags.parse(args).rest;
+  ParsedArgs parsed = flags.parse(args);
+  if (auto done = settle_parse(parsed, "send", kSendUsage)) return *done;
+  std::vector<std::string> pos = parsed.rest;
   if (pos.size() != 2) {
-    std::fputs("usage: uexec send ID TEXT [--no-newline]\n", stderr);
+    std::fputs(kSendUsage, stderr);
     return kExitUsage;
   }
   return with_target(pos[0], [&](rpc::Client* c, const Target* t) {
@@ -222,11 +256,12 @@ int cmd_kill(const std::vector<std::string>& args) {
     sig_given = true;
     return Flags::Verdict{};
   });
-  std::vector<std::string> pos = flags.parse(args).rest;
+  flags.help();
+  ParsedArgs parsed = flags.parse(args);
+  if (auto done = settle_parse(parsed, "kill", kKillUsage)) return *done;
+  std::vector<std::string> pos = parsed.rest;
   if (pos.size() != 1) {
-    std::fputs("usage: uexec kill ID [--signal SIGNAL]  (INT, TERM, KILL, HUP, QUIT, TSTP, CONT, as names, SIGNAMES\n"
-               "       or numbers; or interrupt, terminate, kill, hangup, quit, suspend, continue)\n",
-               stderr);
+    std::fputs(kKillUsage, stderr);
     return kExitUsage;
   }
   if (sig_given) {
@@ -284,10 +319,13 @@ int stream(rpc::Client& c, const Target& t) {
 int cmd_logs(const std::vector<std::string>& args) {
   bool follow = false;
   Flags flags(Unmatched::kCollect);
+  flags.help();
   flags.on({"--follow", "-f"}, [&] { follow = true; });
-  std::vector<std::string> pos = flags.parse(args).rest;
+  ParsedArgs parsed = flags.parse(args);
+  if (auto done = settle_parse(parsed, "logs", kLogsUsage)) return *done;
+  std::vector<std::string> pos = parsed.rest;
   if (pos.size() != 1) {
-    std::fputs("usage: uexec logs ID [--follow]\n", stderr);
+    std::fputs(kLogsUsage, stderr);
     return kExitUsage;
   }
   return with_target(pos[0], [&](rpc::Client* c, const Target* t) {
@@ -322,11 +360,15 @@ int cmd_logs(const std::vector<std::string>& args) {
 volatile sig_atomic_t g_winch = 0;
 
 int cmd_attach(const std::vector<std::string>& args) {
-  if (args.size() != 1) {
-    std::fputs("usage: uexec attach ID   (Ctrl-] detaches)\n", stderr);
+  Flags flags(Unmatched::kCollect);
+  flags.help();
+  ParsedArgs parsed = flags.parse(args);
+  if (auto done = settle_parse(parsed, "attach", kAttachUsage)) return *done;
+  if (parsed.rest.size() != 1) {
+    std::fputs(kAttachUsage, stderr);
     return kExitUsage;
   }
-  return with_target(args[0], [&](rpc::Client* c, const Target* t) {
+  return with_target(parsed.rest[0], [&](rpc::Client* c, const Target* t) {
     bool is_tty = ::isatty(0) == 1 && ::isatty(1) == 1;
     termios saved{};
     bool raw = false;
@@ -415,14 +457,9 @@ int cmd_stop(const std::vector<std::string>& args) {
   constexpr const char* kStopUsage =
       "usage: uexec stop\n  Stops the daemon at $UEXEC_SOCKET (else the default socket) as SIGTERM does (its\n"
       "  sessions end) and waits for it to exit. Exit 1 when none runs there.\n";
-  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
-    std::fputs(kStopUsage, stdout);
-    return 0;
-  }
-  if (!args.empty()) {
-    std::fprintf(stderr, "uexec stop: unexpected argument '%s'\n%s", args[0].c_str(), kStopUsage);
-    return kExitUsage;
-  }
+  Flags flags(Unmatched::kRefuse, "argument");
+  flags.help();
+  if (auto done = settle_parse(flags.parse(args), "stop", kStopUsage)) return *done;
   auto pid = DaemonLock::stop(client_socket_path(), std::chrono::seconds(15));
   if (!pid) {
     const bool expected = pid.error().code == base::Errc::kNotFound || pid.error().code == base::Errc::kLimit;

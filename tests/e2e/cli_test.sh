@@ -24,6 +24,21 @@ check "unknown command: exit code" 2 "$rc"
 check "unknown command: one line" 1 "$(wc -l <"$tmp/err")"
 contains "unknown command: names it and --help" "unknown command 'no-such-command' (\`uexec --help\` lists them)" "$(cat "$tmp/err")"
 
+# The daemon's clients: per-command help on stdout, an unknown option refused with the usage
+# (`start --help` used to try to run a program called --help; `attach --help` looked for a
+# process of that name; `ls --bogus` was ignored). None of these needs a daemon.
+for c in ls start send kill logs attach stop; do
+  out=$(UEXEC_SOCKET="$tmp/none.sock" "$uexec" "$c" --help 2>"$tmp/err"); rc=$?
+  check "$c --help: exit code" 0 "$rc"
+  contains "$c --help: its usage" "usage: uexec $c" "$out"
+done
+UEXEC_SOCKET="$tmp/none.sock" "$uexec" start --bogus -- true >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "start --bogus: exit code" 2 "$rc"
+contains "start --bogus: names it" "uexec start: unknown option --bogus" "$(cat "$tmp/err")"
+UEXEC_SOCKET="$tmp/none.sock" "$uexec" ls --bogus >"$tmp/out" 2>"$tmp/err"; rc=$?
+check "ls --bogus: exit code" 2 "$rc"
+contains "ls --bogus: names it" "uexec ls: unknown argument --bogus" "$(cat "$tmp/err")"
+
 out=$("$uexec" run -- sh -c 'printf hello; exit 7'); rc=$?
 check "printf hello; exit 7: stdout" hello "$out"
 check "printf hello; exit 7: exit code" 7 "$rc"
