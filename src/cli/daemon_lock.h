@@ -22,6 +22,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "policy/control_registry.h"
 
 namespace uexec::cli {
 
@@ -43,7 +44,7 @@ class DaemonLock {
   [[nodiscard]] static base::Result<pid_t> stop(const std::string& socket_path, std::chrono::milliseconds wait);
 
   // The path of the lock file for `socket_path`.
-  static std::string path_for(const std::string& socket_path) { return socket_path + ".lock"; }
+  static std::string path_for(const std::string& socket_path) { return policy::socket_lock_path(socket_path); }
 
  private:
   explicit DaemonLock(base::UniqueFd fd) : fd_(std::move(fd)) {}

@@ -46,6 +46,11 @@ struct ControlPlane {
   std::vector<int> tcp_ports;            // WebSocket listeners
 };
 
+// The lock a daemon holds beside its socket while it runs (cli/daemon_lock.h): part of the
+// control plane, hidden with the socket, since a sandbox holding it would keep every later
+// daemon on that socket from starting.
+inline std::string socket_lock_path(const std::string& socket) { return socket + ".lock"; }
+
 // The registry directory for the real uid: "<passwd home>/.local/state/uexec/daemons".
 std::string control_registry_dir();
 

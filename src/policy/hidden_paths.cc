@@ -83,8 +83,12 @@ Result<void> control_plane_paths(const ResolveInput& in, const ResolvedPolicy& r
       // or one that holds the workspace keeps its other entries: then only the socket goes.
       bool own_dir = !dir.empty() && ::stat(dir.c_str(), &ds) == 0 && ds.st_uid == ::geteuid() &&
                      (ds.st_mode & 0077) == 0;
-      if (own_dir && !holds_workspace(dir)) dirs.push_back(dir);
-      else files.push_back(sock);
+      if (own_dir && !holds_workspace(dir)) {
+        dirs.push_back(dir);
+      } else {
+        files.push_back(sock);
+        if (std::string lock = socket_lock_path(sock); ::stat(lock.c_str(), &st) == 0) files.push_back(lock);
+      }
     }
     for (const auto& t : plane.token_files)
       if (::stat(t.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) files.push_back(real_path(t));

@@ -181,6 +181,27 @@ def _(ctx):
         shutil.rmtree(tmp_ctl, ignore_errors=True)
 
 
+@suite.case("a daemon whose socket lies beside the workspace: its lock is hidden with the socket",
+            backends=("namespaces", "bwrap"))
+def _(ctx):
+    # The socket's directory holds the workspace, so it cannot be hidden whole: the socket and
+    # the lock serve holds beside it are hidden one by one. A sandbox that could open the lock
+    # could hold it while no daemon runs and keep every later `uexec serve` there from starting.
+    os.chmod(ctx.base, 0o700)
+    d = Daemon(ctx, ctl=ctx.base, secret=os.path.join(ctx.base, "secret"))
+    try:
+        lock = d.sock + ".lock"
+        expect(os.path.exists(lock), f"serve made no {lock}: {d.stderr()}")
+        probe = ("import os, sys\n"
+                 "try:\n    os.open(sys.argv[1], os.O_RDONLY); print('OPENED')\n"
+                 "except OSError as e:\n    print('NOOPEN', e.errno)\n")
+        for mode in ("read-only", "workspace-write"):
+            r = ctx.sandbox(["python3", "-c", probe, lock], ["--sandbox", mode])
+            expect(r.returncode == 0 and r.stdout.startswith("NOOPEN"), f"{mode}: {describe(r)}")
+    finally:
+        d.close()
+
+
 def other_identity(ctx):
     """The other identity of the harness (root for the unprivileged user and vice versa)."""
     if os.geteuid() != 0:
