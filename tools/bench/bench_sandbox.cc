@@ -174,6 +174,23 @@ void swap_step(pty::SpawnSpec& spec, std::string_view what, int (*fn)(const void
   die(fmt::format("breakdown: the plan has no step \"{}\"", what));
 }
 
+// A fresh PTY for a raw or direct sample: the master, and the slave open (by us until the
+// child has its own: a master with no slave open reads EIO at once) with its path.
+struct SamplePty {
+  int master;
+  int slave_fd;
+  std::string slave;
+};
+SamplePty open_pty() {
+  int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  char slave[64];
+  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0 || ::ptsname_r(master, slave, sizeof slave) != 0)
+    die_errno("posix_openpt");
+  int slave_fd = ::open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave_fd < 0) die_errno(std::string("open ") + slave);
+  return {master, slave_fd, slave};
+}
+
 // The end of a raw or direct sample: `master` read until every slave fd is gone (EIO), the
 // child reaped, the output checked for the "x". A child with no EOF within 60 s is killed (for
 // ns, pid 1: the whole namespace) rather than waited for. Closes `master`.
@@ -236,13 +253,7 @@ std::optional<Sample> run_raw(const Variant& v, const std::string& cwd, std::str
   const std::string program = spec->program.empty() ? spec->argv[0] : spec->program;
 
   std::int64_t t0 = now_ns();
-  int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  char slave[64];
-  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0 || ::ptsname_r(master, slave, sizeof slave) != 0)
-    die_errno("posix_openpt");
-  // Held until the child has its own: a master with no slave open reads EIO at once.
-  int slave_fd = ::open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (slave_fd < 0) die_errno(std::string("open ") + slave);
+  auto [master, slave_fd, slave] = open_pty();
   posix_spawn_file_actions_t fa;
   posix_spawnattr_t at;
   ::posix_spawn_file_actions_init(&fa);
@@ -253,7 +264,7 @@ std::optional<Sample> run_raw(const Variant& v, const std::string& cwd, std::str
   ::posix_spawnattr_setsigmask(&at, &none);
   ::posix_spawnattr_setsigdefault(&at, &all);
   ::posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
-  ::posix_spawn_file_actions_addopen(&fa, 0, slave, O_RDWR, 0);  // after setsid: the controlling tty
+  ::posix_spawn_file_actions_addopen(&fa, 0, slave.c_str(), O_RDWR, 0);  // after setsid: the controlling tty
   ::posix_spawn_file_actions_adddup2(&fa, 0, 1);
   ::posix_spawn_file_actions_adddup2(&fa, 0, 2);
   for (std::size_t i = 0; i < spec->pass_fds.size(); ++i)
@@ -284,12 +295,7 @@ std::optional<Sample> run_direct(const Variant& v, const std::string& cwd, std::
   }
   if (v.trim) v.trim(*spec);
   std::int64_t t0 = now_ns();
-  int master = ::posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-  char slave[64];
-  if (master < 0 || ::grantpt(master) != 0 || ::unlockpt(master) != 0 || ::ptsname_r(master, slave, sizeof slave) != 0)
-    die_errno("posix_openpt");
-  int slave_fd = ::open(slave, O_RDWR | O_NOCTTY | O_CLOEXEC);
-  if (slave_fd < 0) die_errno(std::string("open ") + slave);
+  auto [master, slave_fd, slave] = open_pty();
   pty::ChildStdio stdio;
   stdio.tty = slave_fd;
   auto child = pty::spawn(*spec, stdio);
