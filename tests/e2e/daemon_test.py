@@ -415,13 +415,8 @@ try:
         first_rc = None
         first.kill()
     check("--replace: the running daemon exits 0", first_rc == 0, str(first_rc))
-    ok = False
-    for _ in range(200):
-        r = subprocess.run([uexec, "ls"], env=renv, capture_output=True, timeout=20, text=True)
-        if r.returncode == 0:
-            ok = True
-            break
-        time.sleep(0.05)
+    ok = answers(renv, 30)
+    r = subprocess.run([uexec, "ls"], env=renv, capture_output=True, timeout=20, text=True)
     check("--replace: the new daemon answers on the same socket", ok and "sleep" not in r.stdout, r.stdout + r.stderr)
     with open(rsock + ".lock") as f:
         holder = f.read().strip()
