@@ -172,6 +172,13 @@ bool sorted_unique(const std::vector<std::string>& v) {
   return std::adjacent_find(v.begin(), v.end(), [](const auto& a, const auto& b) { return !(a < b); }) == v.end();
 }
 
+// `path` as named through the fixture's symlink ws/link (-> ws/src), when it is under ws/src.
+std::string via_link(const std::string& path) {
+  const std::string src = g_fixture + "/ws/src";
+  if (!policy::path_within(path, src)) return path;
+  return g_fixture + "/ws/link" + path.substr(src.size());
+}
+
 bool canonical_form(const std::string& p) { return !p.empty() && p[0] == '/' && lexical(p) == p; }
 
 // Does the input ask to deny anything? (Codex shape: restricted entries with deny/none;
@@ -247,7 +254,10 @@ void fuzz_sandbox(std::string_view raw) {
     for (const auto& f : *v) {
       bool explained = false;
       for (const auto& pat : rp.deny_patterns) {
-        if (policy::has_glob_chars(pat) ? policy::glob_match(pat, f) : false) explained = true;
+        // The mask goes on the real path; the command names it through the fixture's one
+        // symlink (ws/link -> src) too, and a glob may have matched that name.
+        if (policy::has_glob_chars(pat) && (policy::glob_match(pat, f) || policy::glob_match(pat, via_link(f))))
+          explained = true;
         if (!policy::has_glob_chars(pat)) {
           char real[PATH_MAX];
           if (::realpath(pat.c_str(), real) && f == real) explained = true;

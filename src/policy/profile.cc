@@ -59,10 +59,29 @@ std::uint64_t fingerprint(const ResolvedPolicy& r) {
   return h;
 }
 
+// A path with a NUL byte names no file: the C calls below would see only its head (a deny
+// entry "\0~/x/**" would be scanned from the cwd and mask all of it), so it is refused.
+Result<void> refuse_nul_bytes(const PermissionProfile& p, const ResolveInput& in) {
+  auto check = [](const std::vector<std::string>& v, const char* what) -> Result<void> {
+    for (const auto& s : v)
+      if (auto at = s.find('\0'); at != std::string::npos)
+        return Error::invalid(std::string("sandbox: a ") + what + " entry contains a NUL byte (after \"" +
+                              s.substr(0, std::min<std::size_t>(at, 80)) + "\")");
+    return {};
+  };
+  if (in.cwd.find('\0') != std::string::npos) return Error::invalid("sandbox: the cwd contains a NUL byte");
+  for (const auto& [v, what] : {std::pair{&p.writable_roots, "writable root"}, {&p.deny_read, "deny-read"},
+                                {&p.extra_protected_names, "protected name"}, {&p.allow_unix_sockets, "unix socket"},
+                                {&p.read_only_paths, "read-only path"}})
+    if (auto c = check(*v, what); !c) return c;
+  return {};
+}
+
 }  // namespace
 
 Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& in) {
   if (in.cwd.empty() || in.cwd[0] != '/') return Error::invalid("sandbox: cwd must be absolute");
+  if (auto n = refuse_nul_bytes(p, in); !n) return std::move(n).error();
   ResolvedPolicy r;
   r.network = p.network && !p.network_hard_deny;
   r.deny_configured = p.has_deny_entries();

@@ -302,6 +302,22 @@ TEST_CASE("resolve: deny-read globs at any depth, through symlinked directories,
   }
 }
 
+TEST_CASE("resolve refuses a path with a NUL byte (fuzz_policy: \"\\0~/.ssh/**\" masked the whole cwd)") {
+  Scratch s;
+  fs::create_directories(s / "ws/src");
+  auto p = PermissionProfile::for_mode(SandboxMode::kWorkspaceWrite);
+  p.deny_read = {std::string("\0~/.ssh/**", 10)};
+  auto r = resolve(p, ResolveInput{s / "ws", {"HOME=/nonexistent"}, {}, false});
+  REQUIRE_FALSE(r);
+  CHECK(r.error().code == uexec::base::Errc::kInvalidArgument);
+  CHECK(r.error().context.find("deny-read entry contains a NUL byte") != std::string::npos);
+  p.deny_read.clear();
+  p.writable_roots = {std::string("/tmp\0/etc", 9)};
+  auto w = resolve(p, ResolveInput{s / "ws", {"HOME=/nonexistent"}, {}, false});
+  REQUIRE_FALSE(w);
+  CHECK(w.error().context.find("writable root entry contains a NUL byte (after \"/tmp\")") != std::string::npos);
+}
+
 TEST_CASE("resolve: carve-outs, stubs, gitdir files, deny-read globs") {
   Scratch s;
   fs::create_directories(s / "ws/.git");
