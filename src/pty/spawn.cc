@@ -16,7 +16,15 @@
 #include <linux/sched.h>
 
 #include <cerrno>
+// AddressSanitizer: gcc defines __SANITIZE_ADDRESS__, clang 14 only answers __has_feature.
 #if defined(__SANITIZE_ADDRESS__)
+#define UEXEC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UEXEC_ASAN 1
+#endif
+#endif
+#if defined(UEXEC_ASAN)
 #include <sanitizer/asan_interface.h>
 #endif
 #include <cstdlib>
@@ -283,7 +291,7 @@ class ChildStack {
   // A child that exec'd never left its scopes, so AddressSanitizer's shadow of this stack
   // still marks them; the next child on it must start from clean shadow.
   void reset_shadow() const noexcept {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(UEXEC_ASAN)
     if (base_) __asan_unpoison_memory_region(base_ + guard_, kSize);
 #endif
   }
