@@ -25,6 +25,9 @@ EnvelopeWording native_wording(EnvelopeProblem p) {
       return {kInvalidRequest, "invalid request: id must be a string or an integer", {{"kind", "invalidRequest"}}};
     case EnvelopeProblem::kBadMethod:
       return {kInvalidRequest, "invalid request: method must be a string", {{"kind", "invalidRequest"}}};
+    case EnvelopeProblem::kNoMethod:
+      return {kInvalidRequest, "invalid request: a message needs a method, or a result or an error",
+              {{"kind", "invalidRequest"}}};
     case EnvelopeProblem::kBadParams: return {kInvalidParams, "params must be an object", {{"kind", "invalidParams"}}};
   }
   return {};
@@ -41,6 +44,8 @@ EnvelopeWording mcp_wording(EnvelopeProblem p) {
     case EnvelopeProblem::kBadVersion: return {kInvalidRequest, "Invalid Request: \"jsonrpc\" must be \"2.0\"", nullptr};
     case EnvelopeProblem::kBadId: return {kInvalidRequest, "Invalid Request: id must be a string or an integer", nullptr};
     case EnvelopeProblem::kBadMethod: return {kInvalidRequest, "Invalid Request: method must be a string", nullptr};
+    case EnvelopeProblem::kNoMethod:
+      return {kInvalidRequest, "Invalid Request: a message needs a method, or a result or an error", nullptr};
     case EnvelopeProblem::kBadParams: return {kInvalidParams, "params must be an object", nullptr};
   }
   return {};
@@ -99,6 +104,9 @@ JsonRpcMessage decode_json_rpc_line(std::string_view line, const JsonRpcDialect&
     return invalid(usable_id, EnvelopeProblem::kBadVersion);
   if (dialect.responses_check_id && !valid_id) return invalid(dialect.unknown_id, EnvelopeProblem::kBadId);
   if (!msg.contains("method")) {
+    // Neither a request nor a response: answered (Codex answers it too), with the id when it
+    // is usable, so that a client waiting on that id is not left hanging.
+    if (!msg.contains("result") && !msg.contains("error")) return invalid(usable_id, EnvelopeProblem::kNoMethod);
     m.kind = JsonRpcMessage::kResponse;
     m.response = std::move(msg);
     return m;

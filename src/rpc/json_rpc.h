@@ -42,6 +42,7 @@ enum class EnvelopeProblem {
   kBadVersion,  // "jsonrpc" missing (where required) or not "2.0"
   kBadId,       // an id that is neither a string nor an integer (nor null, where allowed)
   kBadMethod,   // a method that is not a string
+  kNoMethod,    // neither a method (a request) nor a result or an error (a response)
   kBadParams,   // params that are not an object (or an array, where allowed)
 };
 

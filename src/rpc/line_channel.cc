@@ -156,6 +156,13 @@ void LineChannel::feed(const char* data, std::size_t n) {
 
 void LineChannel::handle_eof() {
   if (eof_) return;
+  // A last line without its newline is still a line, answered before the server exits.
+  if (!buf_.empty() && !discarding_ && !paused_) {
+    std::string line;
+    line.swap(buf_);
+    if (line.back() == '\r') line.pop_back();
+    if (!line.empty() && on_line) on_line(line);
+  }
   eof_ = true;
   stop_reading();
   if (on_eof) on_eof();

@@ -7,7 +7,8 @@
     status that says what to offer, not a dropped connection;
   - after more output than the ring retains, MCP read_output of the retained head returns its
     bytes, and process/read's `omitted.bytes` counts what that reader missed, not everything
-    evicted so far.
+    evicted so far;
+  - on stdio, a last line without a newline before EOF is still answered.
 
     python3 tests/e2e/protocol_misc_test.py build/src/uexec
 """
@@ -266,6 +267,24 @@ check("a subprotocol list too long for the server: an HTTP status, not a drop",
       re.match(r"HTTP/1\.[01] 4", resp) is not None, repr(resp[:300]))
 ws.terminate()
 ws.wait(timeout=20)
+
+# ---- 4. stdio framing: a last line without a newline before EOF --------------------------------
+# It is still a line, and answered before the server exits (it used to be dropped; Codex drops
+# it too at EOF, so this is uexec's own rule, docs/protocol.md §1).
+p = subprocess.run([uexec, "exec-server", "--listen", "stdio"], capture_output=True, timeout=30,
+                   input=b'{"id":"first","method":"initialize","params":{"clientName":"t"}}\n'
+                         b'{"method":"initialized","params":{}}\n'
+                         b'{"id":"last-line","method":"environment/status","params":{}}')
+replies = {}
+for line in p.stdout.splitlines():
+    try:
+        m = json.loads(line)
+        replies[json.dumps(m.get("id"))] = m
+    except ValueError:
+        pass
+check("stdio: a last line without a newline is answered at EOF",
+      "result" in replies.get(json.dumps("last-line"), {}), p.stdout[-400:])
+check("stdio: and the server then exits 0", p.returncode == 0, p.returncode)
 
 print(f"protocol-misc: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -705,6 +705,13 @@ def test_errors(srv):
     srv.wait_until(lambda: key in srv.responses, 5)
     r = srv.responses.pop(key, None)
     expect_error(f"{n}: non-object message", r, -32600)
+    # Neither a request nor a response: answered, never left hanging (Codex: id -1; uexec: the
+    # message's own id when it is usable, docs/protocol.md §2).
+    srv.send_line('{"jsonrpc":"2.0","id":4343}')
+    own = json.dumps(4343)
+    srv.wait_until(lambda: key in srv.responses or own in srv.responses, 5)
+    r = srv.responses.pop(own, None) or srv.responses.pop(key, None)
+    expect_error(f"{n}: a message with an id and no method, result or error", r, -32600)
     srv.send_line("")  # blank line is ignored
     st = result_of(f"{n}: server keeps serving after bad input", srv.request("environment/status", {}))
     if st is not None:
