@@ -193,8 +193,9 @@ int cmd_start(const std::vector<std::string>& args) {
   auto r = c->call("process/start", {{"processId", pid}, {"argv", argv}, {"cwd", cwd}, {"env", env}, {"tty", tty},
                                      {"pipeStdin", !tty}, {"subscribe", false}});
   if (!r) {
-    std::fprintf(stderr, "uexec start: %s\n", r.error().context.c_str());
-    return kExitCannotRun;
+    // The words and exit codes of `uexec run` for the same failure.
+    std::fprintf(stderr, "uexec: cannot run '%s': %s\n", argv[0].c_str(), r.error().message().c_str());
+    return exit_code_for_spawn_error(r.error());
   }
   std::printf("%s/%s\n", c->session_id().substr(0, 8).c_str(), pid.c_str());
   return 0;
@@ -441,8 +442,12 @@ int cmd_attach(const std::vector<std::string>& args) {
     }
     if (raw) ::tcsetattr(0, TCSADRAIN, &saved);
     // Leave our terminal as we found it: the main screen, normal keys, no mouse, a cursor.
+    // Resetting the scroll margins and origin mode homes the cursor, so they go between a
+    // save and a restore of it (DECSC/DECRC): what follows is written below the last output,
+    // not over the screen's first rows. (DECRC restores the origin mode too; with the margins
+    // reset to the whole screen, either mode addresses the same cells.)
     if (is_tty && t->tty) write_out("\x1b[0m\x1b[?1049l\x1b[?1l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l"
-                                     "\x1b[?6l\x1b[?7h\x1b[r\x1b[?25h");
+                                     "\x1b" "7\x1b[?6l\x1b[r\x1b" "8\x1b[?7h\x1b[?25h");
     if (detached) {
       std::fprintf(stderr, "\r\n[detached; the process keeps running]\n");
       return 0;

@@ -226,10 +226,7 @@ class Runner {
       const auto& err = id.error();
       spawn_failed = true;
       std::fprintf(stderr, "uexec: cannot run '%s': %s\n", req.argv[0].c_str(), err.message().c_str());
-      // As env(1): a failed chdir or setup step is uexec's failure (125); a failed exec is
-      // 127 when nothing was found and 126 when it was found but could not run.
-      if (err.code != base::Errc::kExecFailed || err.context.rfind("execve", 0) != 0) return kExitInternal;
-      return err.sys_errno == ENOENT ? kExitNotFound : kExitCannotRun;
+      return exit_code_for_spawn_error(err);
     }
     session_ = pm_.find(*id);
     sub_ = session_->output().subscribe([this] { drain_output(); });
@@ -548,6 +545,11 @@ int run_with(const std::vector<std::string>& args, bool sandbox_command) {
 }
 
 }  // namespace
+
+int exit_code_for_spawn_error(const base::Error& err) {
+  if (err.code != base::Errc::kExecFailed || err.context.rfind("execve", 0) != 0) return kExitInternal;
+  return err.sys_errno == ENOENT ? kExitNotFound : kExitCannotRun;
+}
 
 int cmd_run(const std::vector<std::string>& args) { return run_with(args, false); }
 int cmd_sandbox(const std::vector<std::string>& args) { return run_with(args, true); }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
+
 namespace uexec::cli {
 
 // Exit codes of uexec itself, following env(1): 125 for uexec's own failure, 126 when the
@@ -17,6 +19,11 @@ inline constexpr int kExitUsage = 2;
 inline constexpr int kExitInternal = 125;
 inline constexpr int kExitCannotRun = 126;
 inline constexpr int kExitNotFound = 127;
+
+// The exit code when a command could not be started (as env(1)): a failed exec is 127 when
+// nothing was found and 126 when it was found but could not run; any other failed step
+// (chdir, the PTY, the sandbox) is uexec's own (125). `run` and `start` both answer with it.
+int exit_code_for_spawn_error(const base::Error& err);
 
 // `uexec run [--tty] [--cwd DIR] [--env K=V]... [--size ROWSxCOLS] -- CMD ARGS...`
 int cmd_run(const std::vector<std::string>& args);

@@ -14,6 +14,30 @@ namespace uexec::rpc {
 using base::Error;
 using base::Result;
 
+namespace {
+
+// The errno named `name` ("ENOENT"), 0 when unknown.
+int errno_from_name(const std::string& name) {
+  for (int e = 1; e < 4096; ++e)
+    if (const char* n = strerrorname_np(e); n && name == n) return e;
+  return 0;
+}
+
+}  // namespace
+
+Error Client::error_of(const json& error) {
+  std::string message = error.is_object() ? error.value("message", "error") : "error";
+  const json data = error.is_object() && error.contains("data") ? error["data"] : json();
+  // The daemon's spawn failure, as the spawn itself reported it (what `run` would print).
+  if (data.is_object() && data.value("kind", "") == "spawnFailed") {
+    std::string syscall = data.value("syscall", ""), path = data.value("path", "");
+    int err = errno_from_name(data.value("errno", ""));
+    if (!syscall.empty() && err != 0)
+      return Error{base::Errc::kExecFailed, err, path.empty() ? syscall : syscall + " " + path};
+  }
+  return Error{base::Errc::kInvalidArgument, 0, message};
+}
+
 Result<Client> Client::connect_unix(const std::string& path, long detached_ttl_ms) {
   Client c;
   c.fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
@@ -77,8 +101,7 @@ Result<json> Client::call(const std::string& method, json params, int timeout_ms
       if (!it->contains("id") || (*it)["id"] != id) continue;
       json r = std::move(*it);
       replies_.erase(it);
-      if (r.contains("error"))
-        return Error{base::Errc::kInvalidArgument, 0, r["error"].value("message", "error")};
+      if (r.contains("error")) return error_of(r["error"]);
       return r["result"];
     }
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();

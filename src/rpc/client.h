@@ -23,7 +23,8 @@ class Client {
   // starts running after it disconnects (until killed).
   [[nodiscard]] static base::Result<Client> connect_unix(const std::string& path, long detached_ttl_ms = 10000);
 
-  // A request: its result, or an Error whose context is the server's message.
+  // A request: its result, or an Error whose context is the server's message (a spawn
+  // failure comes back as the spawn's own Error: kExecFailed, its errno, "execve PATH").
   [[nodiscard]] base::Result<json> call(const std::string& method, json params, int timeout_ms = 10000);
   // The next notification, waiting up to timeout_ms (-1: forever); nullopt on timeout or EOF.
   std::optional<json> next_notification(int timeout_ms);
@@ -34,6 +35,7 @@ class Client {
   const std::string& session_id() const noexcept { return session_id_; }
 
  private:
+  static base::Error error_of(const json& error);
   bool read_some(int timeout_ms);
   bool take_line(json* out);
 

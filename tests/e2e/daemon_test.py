@@ -156,6 +156,51 @@ os.close(master)
 code, out, _ = cli("ls")
 check("the process survives the detach", pid_id in out and "running" in out, out)
 
+# attach in a real terminal (tmux): after the detach key, the note and the next prompt come
+# below the last output. The cleanup used to reset the scroll margins with the cursor where
+# they leave it, at the top: "[detached…]" and the prompt overwrote rows 2-3.
+def tmux(*a, check_rc=True):
+    r = subprocess.run(["tmux", "-L", tmux_sock, *a], env=env, capture_output=True, text=True, timeout=20)
+    if check_rc and r.returncode != 0:
+        raise RuntimeError(f"tmux {a}: {r.stderr}")
+    return r.stdout
+
+
+def pane_until(pred, seconds=10):
+    end = time.time() + seconds
+    text = ""
+    while time.time() < end:
+        text = tmux("capture-pane", "-p", "-t", "attach")
+        if pred(text):
+            return text
+        time.sleep(0.1)
+    return text
+
+
+tmux_sock = f"uexec-test-{os.getpid()}"
+try:
+    tmux("new-session", "-d", "-s", "attach", "-x", "80", "-y", "24", "sh")
+    tmux("send-keys", "-t", "attach", "clear; printf 'outer-1\\nouter-2\\nouter-3\\n'", "Enter")
+    pane_until(lambda t: "outer-3" in t)
+    tmux("send-keys", "-t", "attach", f"{uexec} attach {pid_id}", "Enter")
+    time.sleep(1.0)
+    tmux("send-keys", "-t", "attach", "clear; for i in 1 2 3 4 5 6; do echo inner-$i; done", "Enter")
+    pane_until(lambda t: "inner-6" in t)
+    tmux("send-keys", "-t", "attach", "C-]")
+    text = pane_until(lambda t: "[detached; the process keeps running]" in t)
+    tmux("send-keys", "-t", "attach", "echo after-$((40+2))", "Enter")
+    text = pane_until(lambda t: "after-42" in t.split("[detached", 1)[-1])
+    rows = text.split("\n")
+    at = lambda needle: next((i for i, r in enumerate(rows) if needle in r), -1)
+    check("attach in tmux: the detach note comes below the session's last output",
+          at("inner-6") >= 0 and at("[detached; the process keeps running]") > at("inner-6"), text)
+    check("attach in tmux: the rows above it are intact",
+          all(at(f"inner-{i}") >= 0 for i in range(1, 7)), text)
+    check("attach in tmux: the next command's output follows the note",
+          at("after-42") > at("[detached; the process keeps running]"), text)
+finally:
+    tmux("kill-server", check_rc=False)
+
 # A raw protocol client that disconnects mid-stream: its process keeps running.
 s = socket.socket(socket.AF_UNIX)
 s.connect(sock)
@@ -347,6 +392,19 @@ check("logs --follow: its output, then a note of the exit",
       b"before-exit" in r.stdout and b"exited with code 4" in r.stderr, f"{r.stdout!r} {r.stderr!r}")
 r = run_bounded([uexec, "logs", sid_out.strip(), "--follow"], env, 30)
 check("logs --follow after the end: the same exit code", r.returncode == 4, f"{r.returncode} {r.stderr!r}")
+
+# start fails as run does: the same words, 127 not found, 126 found but not runnable, 125 for
+# uexec's own step (it used to print the daemon's "(os error 2)" and exit 126 for all three).
+code, out, err = cli("start", "--", "/nonexistent")
+check("start /nonexistent: exit 127", code == 127, f"{code} {err!r}")
+check("start /nonexistent: run's message",
+      "uexec: cannot run '/nonexistent': execve /nonexistent: No such file or directory (ENOENT)" in err, err)
+noexec = os.path.join(tmp, "noexec")
+open(noexec, "w").close()
+code, out, err = cli("start", "--", noexec)
+check("start of a file that is not executable: exit 126", code == 126 and "EACCES" in err, f"{code} {err!r}")
+code, out, err = cli("start", "--cwd", "/no/such/dir", "--", "true")
+check("start --cwd to a missing directory: exit 125", code == 125 and "chdir /no/such/dir" in err, f"{code} {err!r}")
 
 # kill --signal takes kill(1)'s names and numbers as well as the protocol's names.
 for sig in ("INT", "SIGTERM", "9", "hangup"):
