@@ -429,6 +429,7 @@ CallId AgentService::write_stdin(WriteParams p, Reply done) {
   c.budget = output_budget(p.max_output_tokens, cfg_);
   c.yield_requested = requested;
   c.yield_capped = !empty && requested > cfg_.yield_max.count();
+  c.poll_raised = empty && requested < cfg_.poll_min.count();
   c.view = p.view;
   auto settle = cfg_.post_write_settle;
   StdinInput input{std::move(p.chars), std::move(keys), p.close_stdin, p.secret};

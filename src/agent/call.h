@@ -44,6 +44,7 @@ struct Call {
   std::vector<std::string> lines, warnings;  // envelope lines the call adds; warnings for the model
   bool input_delivered = true;
   bool yield_capped = false;  // yield_time_ms was over the maximum
+  bool poll_raised = false;   // an empty write_stdin's yield_time_ms was under poll_min
   long yield_requested = 0;
 
   // Streaming (docs/agent.md §3.6): set by the front door.

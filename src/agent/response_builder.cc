@@ -139,6 +139,11 @@ Response build_call_response(AgentSession& a, const Call& c, const base::AgentCo
           "Warning: yield_time_ms {} exceeds the {} ms maximum; waited {} ms. The process is still running: poll it "
           "with write_stdin or pass until to return when it is ready.",
           c.yield_requested, cfg.yield_max.count(), cfg.yield_max.count()));
+    if (c.poll_raised && r.wall_time_seconds * 1000 > static_cast<double>(c.yield_requested))
+      r.warnings.push_back(fmt::format(
+          "Note: write_stdin without input is a poll, which waits at least {} ms (Codex's rule); yield_time_ms {} was "
+          "raised. Pass until to return as soon as the process prints, exits or waits for input.",
+          cfg.poll_min.count(), c.yield_requested));
   }
   const auto& fired = c.wait.fired();
   if (fired && *fired != "exit") {

@@ -276,7 +276,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
     p.secret = a.boolean("secret").value_or(false);
     p.view = a.view();
     if (a.error().empty() && !p.session_id && !p.name)
-      return tool_error("write_stdin failed: session_id is required"), true;
+      return tool_error("write_stdin failed: session_id or name is required"), true;
     if (!a.error().empty()) return tool_error("write_stdin failed: invalid arguments: " + a.error()), true;
     p.on_delta = std::move(on_delta);
     return track(exec_.write_stdin(std::move(p), done)), true;
@@ -290,7 +290,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
     p.grace_ms = a.integer("grace_ms").value_or(1000);
     p.max_output_tokens = a.integer("max_output_tokens");
     if (a.error().empty() && !p.session_id && !p.name)
-      return tool_error("kill_session failed: session_id is required"), true;
+      return tool_error("kill_session failed: session_id or name is required"), true;
     if (!a.error().empty()) return tool_error("kill_session failed: invalid arguments: " + a.error()), true;
     return track(exec_.kill_session(std::move(p), done)), true;
   }
@@ -310,7 +310,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
     p.max_output_tokens = a.integer("max_output_tokens");
     p.view = a.view();
     if (a.error().empty() && !p.session_id && !p.name)
-      return tool_error("read_output failed: session_id is required"), true;
+      return tool_error("read_output failed: session_id or name is required"), true;
     if (!a.error().empty()) return tool_error("read_output failed: invalid arguments: " + a.error()), true;
     done(exec_.read_output(p));
     return true;
@@ -367,7 +367,14 @@ json AgentTools::tools_list(const std::string& version) {
                                {"wall_time_seconds", {{"type", "number"}}},
                                {"output", {{"type", "string"}}},
                                {"exit_code", {{"type", {"integer", "null"}}}},
-                               {"session_id", {{"type", {"integer", "null"}}}},
+                               {"session_id",
+                                {{"type", {"integer", "null"}},
+                                 {"description", "Codex's field: the session's id while it runs, null once its exit "
+                                                 "is reported."}}},
+                               {"session",
+                                {{"type", "integer"},
+                                 {"description", "The session's id, also after it exited (read_output takes it)."}}},
+                               {"name", {{"type", "string"}, {"description", "The session's name, when it has one."}}},
                                {"original_token_count", {{"type", "integer"}}},
                                {"state", {{"type", "string"}}}}}};
     }
@@ -416,7 +423,7 @@ json AgentTools::tools_list(const std::string& version) {
       "Writes characters and named keys to a running session and returns its new output. With empty input it polls "
       "(waiting at least 5 s unless the process exits or an `until` condition holds).",
       {{"session_id", prop("number", "The session ID from \"Process running with session ID N\".")},
-       {"name", prop("string", "A named session, instead of session_id.")},
+       {"name", prop("string", "A named session, instead of session_id (give one of the two).")},
        {"chars", {{"type", "string"}, {"default", ""}, {"description", "Text to write (\\u0003 is Ctrl-C)."}}},
        {"keys",
         {{"type", "array"},
@@ -433,7 +440,7 @@ json AgentTools::tools_list(const std::string& version) {
          {"enum", {"raw", "screen"}},
          {"default", "raw"},
          {"description", "With a tty session: \"screen\" returns the screen after the input as text."}}}},
-      {"session_id"}, nullptr));
+      json::array(), nullptr));
   tools.push_back(tool(
       "list_sessions", "List sessions", "Lists this client's sessions: running, exited and recently ended ones.",
       {{"all", {{"type", "boolean"}, {"default", false}, {"description", "Include other clients' sessions."}}},
@@ -444,7 +451,7 @@ json AgentTools::tools_list(const std::string& version) {
       "Stops a session: terminate (SIGHUP/SIGTERM, then SIGKILL after grace_ms) or one signal. Returns its last output "
       "and exit status.",
       {{"session_id", prop("number", "The session to stop.")},
-       {"name", prop("string", "A named session, instead of session_id.")},
+       {"name", prop("string", "A named session, instead of session_id (give one of the two).")},
        {"signal",
         {{"type", "string"},
          {"enum", {"interrupt", "terminate", "kill", "hangup", "quit"}},
@@ -453,13 +460,13 @@ json AgentTools::tools_list(const std::string& version) {
        {"grace_ms",
         {{"type", "integer"}, {"minimum", 0}, {"default", 1000}, {"description", "Grace before SIGKILL (terminate)."}}},
        {"max_output_tokens", {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens."}}}},
-      {"session_id"}, "destructiveHint"));
+      json::array(), "destructiveHint"));
   tools.push_back(tool(
       "read_output", "Read retained output",
       "Reads a session's retained output by byte range, last lines or grep, without consuming it; also after exit. A "
       "truncation marker names the range to fetch here.",
       {{"session_id", prop("number", "The session to read.")},
-       {"name", prop("string", "A named session, instead of session_id.")},
+       {"name", prop("string", "A named session, instead of session_id (give one of the two).")},
        {"offset", {{"type", "integer"}, {"minimum", 0}, {"description", "Absolute byte offset (default: oldest retained)."}}},
        {"length", {{"type", "integer"}, {"minimum", 1}, {"description", "Bytes to read."}}},
        {"tail_lines", {{"type", "integer"}, {"minimum", 1}, {"description", "Read the last N lines instead."}}},
@@ -474,7 +481,7 @@ json AgentTools::tools_list(const std::string& version) {
          {"default", "raw"},
          {"description", "With a tty session: \"screen\" returns the current screen as text (not with grep, offset, length "
                            "or tail_lines)."}}}},
-      {"session_id"}, "readOnlyHint"));
+      json::array(), "readOnlyHint"));
   return tools;
 }
 

@@ -23,6 +23,17 @@ check("exec_command schema", exec.inputSchema.required?.includes("cmd") && exec.
 check("every property has a description",
   tools.every((t) => Object.values(t.inputSchema.properties).every((p) => typeof p.description === "string")));
 
+// session_id or name (issue 20): the schema does not require session_id, whose absence
+// beside a name is fine; the outputSchema says why session and session_id differ.
+for (const n of ["write_stdin", "kill_session", "read_output"]) {
+  const t = tools.find((x) => x.name === n);
+  check(`${n}: session_id is not required (name works too)`, !(t.inputSchema.required ?? []).includes("session_id"),
+    JSON.stringify(t.inputSchema.required));
+  const out = t.outputSchema?.properties ?? {};
+  check(`${n}: outputSchema describes session and session_id`,
+    typeof out.session?.description === "string" && typeof out.session_id?.description === "string", JSON.stringify(out));
+}
+
 // An interactive shell on a tty keeps its state across writes.
 let r = await client.callTool({ name: "exec_command",
   arguments: { cmd: "PS1='$ ' exec bash --norc --noprofile -i", tty: true, yield_time_ms: 3000, login: false } });
@@ -53,6 +64,20 @@ check("progress: deltas arrive, in order, with the output", deltas.length >= 2 &
   deltas.every((d, i) => d.progress === i + 1), JSON.stringify(deltas));
 
 await checkCancelled("mcp", client, transport);
+
+// Neither session_id nor name: one clear error.
+r = await client.callTool({ name: "write_stdin", arguments: { chars: "x" } });
+check("write_stdin without a session: says what is needed",
+  r.isError === true && text(r) === "write_stdin failed: session_id or name is required", text(r));
+
+// An empty poll waits at least 5 s (Codex's rule): a smaller yield_time_ms is raised, and said.
+r = await client.callTool({ name: "exec_command", arguments: { cmd: "sleep 30", login: false, yield_time_ms: 250 } });
+const sleeper = r.structuredContent?.session_id;
+r = await client.callTool({ name: "write_stdin", arguments: { session_id: sleeper, yield_time_ms: 1000 } });
+check("empty poll with yield_time_ms 1000: a note says it was raised to 5000",
+  (r.structuredContent?.warnings ?? []).some((w) => w.includes("waits at least 5000 ms") && w.includes("yield_time_ms 1000 was raised")),
+  JSON.stringify(r.structuredContent));
+await client.callTool({ name: "kill_session", arguments: { session_id: sleeper, signal: "kill" } });
 
 // A bad session id: a tool error with the tombstone reason.
 r = await client.callTool({ name: "write_stdin", arguments: { session_id: 99999, chars: "x" } });
