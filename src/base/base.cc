@@ -64,8 +64,12 @@ LogLevel log_level() noexcept { return static_cast<LogLevel>(g_level.load(std::m
 void set_log_level(LogLevel level) noexcept { g_level.store(static_cast<int>(level)); }
 
 void log_line(LogLevel level, const char* func, std::string_view text) noexcept {
-  static constexpr char kTag[] = {'E', 'W', 'I', 'D'};
-  std::string line = fmt::format("uexec {} {}: {}\n", kTag[static_cast<int>(level)], func, text);
+  // In words for people ("uexec: warning: …"); the function's name only at debug level, where
+  // it helps and where a lambda's "operator()" is no surprise.
+  static constexpr const char* kWord[] = {"error", "warning", "info", "debug"};
+  std::string line = level == LogLevel::kDebug
+                         ? fmt::format("uexec: debug ({}): {}\n", func, text)
+                         : fmt::format("uexec: {}: {}\n", kWord[static_cast<int>(level)], text);
   // One write(2) per line so lines from several processes do not interleave mid-line.
   [[maybe_unused]] auto n = ::write(2, line.data(), line.size());
 }

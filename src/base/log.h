@@ -1,7 +1,7 @@
 // log.h: leveled logging to stderr with fmt.
 //
 // UEXEC_LOG(kWarn, "spawn {} failed: {}", argv0, err.message()) prints
-// "uexec W spawn: ..." with the calling function's name. The level comes from UEXEC_LOG
+// "uexec: warning: spawn ... failed: ..."; at debug level the line names the calling function. The level comes from UEXEC_LOG
 // (error|warn|info|debug; default warn), read once. Never call from a spawned child.
 #pragma once
 
