@@ -20,6 +20,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +32,7 @@
 #include "cli/daemon_lock.h"
 #include "cli/flags.h"
 #include "cli/session_defaults.h"
+#include "policy/control_registry.h"
 #include "pty/pty_pair.h"
 #include "rpc/base64.h"
 #include "rpc/client.h"
@@ -82,6 +85,25 @@ std::optional<Target> resolve(rpc::Client& c, const std::string& id) {
     hits.push_back({sid, pid, p.value("tty", false)});
   }
   if (hits.size() == 1) return hits[0];
+  if (hits.empty()) {
+    // One that went lately: say when and why (the newest record of that id).
+    const json ended = list->value("ended", json::array());
+    for (auto it = ended.rbegin(); it != ended.rend(); ++it) {
+      std::string sid = it->value("sessionId", ""), pid = it->value("processId", "");
+      if (pid != proc_part || (!sess_part.empty() && sid.rfind(sess_part, 0) != 0)) continue;
+      std::time_t at = static_cast<std::time_t>(it->value("atMs", 0LL) / 1000);
+      char when[32] = "?";
+      std::tm tm{};
+      if (::localtime_r(&at, &tm)) std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+      const std::string reason = it->value("reason", "");
+      const char* why = reason == "exited"   ? "expired: a finished process is kept for `uexec serve --retain-exited` (24h by default)"
+                        : reason == "pruned" ? "was removed to make room: the daemon's process limit was reached"
+                        : reason == "killed" ? "was killed with the client session that started it"
+                                             : "ended";
+      std::fprintf(stderr, "uexec: %s %s; it went at %s\n", id.c_str(), why, when);
+      return std::nullopt;
+    }
+  }
   std::fprintf(stderr, hits.empty() ? "uexec: no process %s (see `uexec ls`)\n"
                                     : "uexec: %s is ambiguous: name it as SESSION/PROCESS (see `uexec ls`)\n",
                id.c_str());
@@ -121,7 +143,9 @@ constexpr const char* kKillUsage =
 constexpr const char* kLogsUsage =
     "usage: uexec logs ID [--follow]\n  A process's retained output; --follow streams on until it ends and exits with"
     " its code.\n";
-constexpr const char* kAttachUsage = "usage: uexec attach ID\n  Your terminal on a process; Ctrl-] detaches.\n";
+constexpr const char* kAttachUsage =
+    "usage: uexec attach ID\n  Your terminal on a process; Ctrl-] detaches. A process without a terminal (started\n"
+    "  without --tty) gets your input a line at a time; Ctrl-C interrupts it, Ctrl-D ends its input.\n";
 
 // A client command's parse: -h/--help prints its usage (exit 0), an error prints the error and
 // the usage (exit 2); nullopt when the command goes on.
@@ -359,6 +383,8 @@ int cmd_logs(const std::vector<std::string>& args) {
 }
 
 volatile sig_atomic_t g_winch = 0;
+volatile sig_atomic_t g_interrupt = 0;  // attach to a pipe session: ^C, for the process
+volatile sig_atomic_t g_detach = 0;     // attach to a pipe session: ^] (VQUIT), detach
 
 int cmd_attach(const std::vector<std::string>& args) {
   Flags flags(Unmatched::kCollect);
@@ -375,7 +401,22 @@ int cmd_attach(const std::vector<std::string>& args) {
     bool raw = false;
     if (is_tty && ::tcgetattr(0, &saved) == 0) {
       termios r = saved;
-      ::cfmakeraw(&r);
+      if (t->tty) {
+        ::cfmakeraw(&r);  // the session's own terminal does the echo, the editing and the signals
+      } else {
+        // A pipe session has no terminal of its own: ours stays a line terminal (echo, line
+        // editing, "\n" shown as a new line); ^C interrupts the process and ^] detaches,
+        // both as signals to us (VINTR, VQUIT) so that they act before Enter.
+        r.c_lflag |= ICANON | ECHO | ISIG;
+        r.c_oflag |= OPOST | ONLCR;
+        r.c_cc[VINTR] = 0x03;
+        r.c_cc[VQUIT] = 0x1d;
+        r.c_cc[VSUSP] = _POSIX_VDISABLE;
+        struct sigaction on {};
+        on.sa_handler = [](int sig) { (sig == SIGINT ? g_interrupt : g_detach) = 1; };
+        ::sigaction(SIGINT, &on, nullptr);
+        ::sigaction(SIGQUIT, &on, nullptr);
+      }
       raw = ::tcsetattr(0, TCSADRAIN, &r) == 0;
     }
     auto resize = [&] {
@@ -391,7 +432,10 @@ int cmd_attach(const std::vector<std::string>& args) {
     sa.sa_handler = [](int) { g_winch = 1; };
     ::sigaction(SIGWINCH, &sa, nullptr);
     resize();
-    if (is_tty) std::fprintf(stderr, "[attached to %s; Ctrl-] detaches]\r\n", args[0].c_str());
+    if (is_tty && t->tty) std::fprintf(stderr, "[attached to %s; Ctrl-] detaches]\r\n", args[0].c_str());
+    if (is_tty && !t->tty)
+      std::fprintf(stderr, "[attached to %s, which has no terminal: a line goes on Enter; Ctrl-C interrupts it, "
+                   "Ctrl-D ends its input, Ctrl-] detaches]\n", args[0].c_str());
     // A terminal on a terminal: the screen model's repaint at our size, then the live tail
     // from its seq (no gap, no duplicate). Otherwise the retained output is replayed.
     json sub = addr(*t);
@@ -412,20 +456,38 @@ int cmd_attach(const std::vector<std::string>& args) {
 
     int code = -1;
     bool detached = false;
+    bool stdin_open = true;
     while (!take_notifications(*c, *t, &code)) {
       if (g_winch) {
         g_winch = 0;
         resize();
       }
+      if (g_interrupt) {
+        g_interrupt = 0;
+        json sp = addr(*t);
+        sp["signal"] = "interrupt";
+        (void)c->call("process/signal", sp);
+      }
+      if (g_detach) {
+        detached = true;
+        break;
+      }
       pollfd fds[2] = {{c->fd(), POLLIN, 0}, {0, POLLIN, 0}};
-      int rc = ::poll(fds, 2, 200);
+      int rc = ::poll(fds, stdin_open ? 2 : 1, 200);
       if (rc < 0) continue;
       if (fds[0].revents) {
         if (!c->pump(0)) break;
       }
-      if (fds[1].revents & (POLLIN | POLLHUP)) {
+      if (stdin_open && (fds[1].revents & (POLLIN | POLLHUP))) {
         char buf[4096];
         ssize_t n = ::read(0, buf, sizeof buf);
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0 && is_tty && !t->tty) {
+          // ^D on a line terminal: the end of the process's input, as in a shell pipeline.
+          (void)c->call("process/closeStdin", addr(*t));
+          stdin_open = false;
+          continue;
+        }
         if (n <= 0) break;
         std::string in(buf, static_cast<std::size_t>(n));
         if (auto k = in.find('\x1d'); k != std::string::npos) {  // Ctrl-]
@@ -475,10 +537,35 @@ int cmd_stop(const std::vector<std::string>& args) {
   return 0;
 }
 
+// `uexec url`: the web terminal's URL (with its token) of the daemon on the clients' socket.
+int cmd_url(const std::vector<std::string>& args) {
+  constexpr const char* kUrlUsage =
+      "usage: uexec url\n  Prints the web terminal's URL, with its token, of the daemon at $UEXEC_SOCKET (else the\n"
+      "  default socket). Exit 1 when none runs there or it serves no page (--no-ws, --no-web).\n";
+  Flags flags(Unmatched::kRefuse, "argument");
+  flags.help();
+  if (auto done = settle_parse(flags.parse(args), "url", kUrlUsage)) return *done;
+  const std::string socket = client_socket_path();
+  if (DaemonLock::holder(socket) == 0) {
+    std::fprintf(stderr, "uexec url: no daemon runs on unix:%s (start one with `uexec serve`)\n", socket.c_str());
+    return kExitRefused;
+  }
+  std::ifstream in(policy::socket_url_path(socket));
+  std::string url;
+  if (!in || !std::getline(in, url) || url.empty()) {
+    std::fprintf(stderr, "uexec url: the daemon on unix:%s serves no web page (it was started with --no-ws or "
+                 "--no-web)\n", socket.c_str());
+    return kExitRefused;
+  }
+  std::printf("%s\n", url.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int cmd_client(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "stop") return cmd_stop(args);
+  if (cmd == "url") return cmd_url(args);
   if (cmd == "ls") return cmd_ls(args);
   if (cmd == "start") return cmd_start(args);
   if (cmd == "send") return cmd_send(args);

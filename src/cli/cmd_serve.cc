@@ -10,11 +10,15 @@
 // nothing left running. Logs go to stderr (UEXEC_LOG sets the level).
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include <fmt/core.h>
 
 #include "base/log.h"
 #include "cli/commands.h"
@@ -34,6 +38,40 @@
 #endif
 
 namespace uexec::cli {
+
+#if UEXEC_HAVE_LWS
+namespace {
+
+// The token an earlier run left at `path`, when it is still ours alone: a regular file of this
+// user, mode 0600 or stricter, holding one token of new_token()'s shape. Otherwise nullopt
+// (and a fresh token is made).
+std::optional<std::string> kept_token(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  char buf[128];
+  ssize_t n = -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() && (st.st_mode & 077) == 0)
+    n = ::read(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n < 32 || n >= static_cast<ssize_t>(sizeof buf)) return std::nullopt;
+  std::string token(buf, static_cast<std::size_t>(n));
+  for (char c : token)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return std::nullopt;
+  return token;
+}
+
+// Writes `text` to `path`, readable by this user alone.
+bool write_private(const std::string& path, const std::string& text) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return false;
+  bool ok = ::fchmod(fd, 0600) == 0 && ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  return ok;
+}
+
+}  // namespace
+#endif
 
 int cmd_serve(const std::vector<std::string>& args) {
   std::string socket_path = rpc::default_socket_path();
@@ -62,15 +100,33 @@ int cmd_serve(const std::vector<std::string>& args) {
   flags.on({"--no-web"}, [&] { web = false; });
   bool replace = false;
   flags.on({"--replace"}, [&] { replace = true; });
+  bool new_token = false;
+  flags.on({"--new-token"}, [&] { new_token = true; });
+  // A finished process stays listed and readable for a day by default (exec-server's 30 s
+  // suits a client that reads at once, not a person who comes back to a job).
+  std::optional<std::chrono::milliseconds> retain_exited = std::chrono::hours(24);
+  flags.value({"--retain-exited"}, [&](const std::string& v) -> Flags::Verdict {
+    if (v == "forever") {
+      retain_exited.reset();
+      return {};
+    }
+    auto d = parse_duration(v);
+    if (!d) return "--retain-exited takes a duration (30s, 10m, 24h, 7d) or forever, not " + v;
+    retain_exited = *d;
+    return {};
+  });
   ParsedArgs parsed = flags.parse(args);
   if (parsed.help) {
     std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]\n"
                "                   [--allow-origin ORIGIN]... [--allow-host HOST]... [--allow-remote]\n"
                "                   [--token-file PATH] [--sandbox MODE ...] [--replace]\n"
+               "                   [--retain-exited DURATION|forever] [--new-token]\n"
                "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
                "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (a fresh token in\n"
                "  <socket dir>/token, or --token-file's), which also serves the web terminal at\n"
-               "  http://127.0.0.1:8022/ (open the URL it prints: the token rides in its #fragment).\n"
+               "  http://127.0.0.1:8022/ (open the URL it prints, or `uexec url`'s: the token rides in its\n"
+               "  #fragment). The token is kept across restarts, so open pages reconnect; --new-token\n"
+               "  makes a fresh one (every page holding the old one is then refused).\n"
                "  --web-root: the page's directory (default $UEXEC_WEB_ROOT, else the source tree's\n"
                "  src/web/page).\n"
                "  A WebSocket client sends the token as `Authorization: Bearer <token>` or, from a\n"
@@ -81,6 +137,9 @@ int cmd_serve(const std::vector<std::string>& args) {
     std::fputs("  One daemon per socket: a second `serve` on the same socket refuses (exit 1) and names\n"
                "  the running one's pid; --replace stops that one (SIGTERM, its sessions end) and takes\n"
                "  over. A WebSocket port already in use is refused the same way.\n"
+               "  A finished process stays listed, readable and attachable for --retain-exited (default\n"
+               "  24h; forever: until the daemon ends); at the process limit the one that finished first\n"
+               "  goes. `uexec logs` on one that went says when and why.\n"
                "  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
     std::fputs(SandboxFlags::kHelp, stdout);
     return 0;
@@ -115,11 +174,13 @@ int cmd_serve(const std::vector<std::string>& args) {
     return kExitUsage;
   }
 #endif
+  std::string url_path;  // <socket>.url, while the page is served
   HostOptions ho;
   ho.who = "uexec serve";
   ho.sandbox = &sandbox;
   ho.exec_server.emplace();
   ho.exec_server->daemon = true;
+  ho.exec_server->exited_retention = retain_exited;
   // One daemon per socket (daemon_lock.h): before the socket or the token is touched.
   if (auto r = rpc::prepare_socket_dir(rpc::socket_dir_of(socket_path)); !r) {
     std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
@@ -163,13 +224,13 @@ int cmd_serve(const std::vector<std::string>& args) {
           (stale.st_dev != mine.st_dev || stale.st_ino != mine.st_ino))
         ::unlink(default_path.c_str());
     } else {
+      // The token survives restarts (open tabs and bookmarks reconnect) unless --new-token.
       token_path = default_path;
-      int fd = ::open(token_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-      if (fd < 0 || ::write(fd, wo.token.data(), wo.token.size()) < 0) {
+      if (auto kept = new_token ? std::nullopt : kept_token(token_path)) wo.token = *kept;
+      else if (!write_private(token_path, wo.token)) {
         std::fprintf(stderr, "uexec serve: cannot write %s\n", token_path.c_str());
         return kExitInternal;
       }
-      ::close(fd);
       wo.token_hint = "`uexec serve` wrote it to " + token_path + " (readable by its user only).";
     }
     if (web) wo.web_root = web_root.empty() ? web::default_web_root() : web_root;
@@ -185,9 +246,14 @@ int cmd_serve(const std::vector<std::string>& args) {
     std::fprintf(stderr, "uexec serve: listening on ws://%s:%d/ (token in %s)\n", shown.c_str(), *port,
                  token_path.c_str());
     warn_if_remote(wo, *port, "uexec serve");
-    if (!wo.web_root.empty())
-      std::fprintf(stderr, "uexec serve: web terminal at http://%s:%d/#token=%s\n", shown.c_str(), *port,
-                   wo.token.c_str());
+    if (!wo.web_root.empty()) {
+      std::string url = fmt::format("http://{}:{}/#token={}", shown, *port, wo.token);
+      std::fprintf(stderr, "uexec serve: web terminal at %s\n", url.c_str());
+      // For `uexec url`; a token file, hidden with the others. Gone when the daemon stops.
+      url_path = policy::socket_url_path(socket_path);
+      if (write_private(url_path, url + "\n")) plane.token_files.push_back(url_path);
+      else url_path.clear();
+    }
   }
 #endif
   if (!enrolled) enroll();
@@ -195,6 +261,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     UEXEC_LOG(kWarn, "shutting down: terminating {} processes", host->server().processes());
   };
   host->run();
+  if (!url_path.empty()) ::unlink(url_path.c_str());
   std::fprintf(stderr, "uexec serve: stopped\n");
   return 0;
 }

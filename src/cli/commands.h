@@ -33,7 +33,7 @@ int cmd_sandbox(const std::vector<std::string>& args);
 int cmd_exec_server(const std::vector<std::string>& args);
 // `uexec serve`: the daemon on a Unix socket.
 int cmd_serve(const std::vector<std::string>& args);
-// The daemon's CLI clients: ls, start, send, kill, logs, attach, stop.
+// The daemon's CLI clients: ls, start, send, kill, logs, attach, stop, url.
 int cmd_client(const std::string& cmd, const std::vector<std::string>& args);
 // `uexec mcp`: the MCP server on stdio.
 int cmd_mcp(const std::vector<std::string>& args);

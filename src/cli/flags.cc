@@ -97,4 +97,20 @@ ParsedArgs Flags::parse(const std::vector<std::string>& args) const {
   return out;
 }
 
+std::optional<std::chrono::milliseconds> parse_duration(const std::string& text) {
+  std::size_t digits = 0;
+  while (digits < text.size() && digits < 10 && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  if (digits == 0) return std::nullopt;
+  const long long n = std::stoll(text.substr(0, digits));
+  const std::string unit = text.substr(digits);
+  long long per;
+  if (unit == "ms") per = 1;
+  else if (unit.empty() || unit == "s") per = 1000;
+  else if (unit == "m") per = 60'000;
+  else if (unit == "h") per = 3'600'000;
+  else if (unit == "d") per = 86'400'000;
+  else return std::nullopt;
+  return std::chrono::milliseconds(n * per);  // at most 10 digits: no overflow, even in days
+}
+
 }  // namespace uexec::cli

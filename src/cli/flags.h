@@ -13,6 +13,7 @@
 // unmatched (so `uexec kill ID --signal` takes `--signal` as a second ID, as it always did).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <initializer_list>
 #include <optional>
@@ -20,6 +21,10 @@
 #include <vector>
 
 namespace uexec::cli {
+
+// A flag's duration: "250ms", "30s", "5m", "2h", "1d" (a bare number is seconds). nullopt
+// for anything else, a negative value included.
+std::optional<std::chrono::milliseconds> parse_duration(const std::string& text);
 
 // What parse() does with an argument that is none of the declared flags.
 enum class Unmatched {

@@ -42,7 +42,7 @@ usage:
               [--token-file PATH] [--sandbox MODE [--approval POLICY] ...]
       The daemon: sessions that outlive their clients, on a Unix socket (mode 0600 in a
       0700 directory under $XDG_RUNTIME_DIR, else /tmp/uexec-$UID) and the web terminal on
-      ws://127.0.0.1:8022 (a fresh token in the runtime dir, or the one in --token-file
+      ws://127.0.0.1:8022 (a token in the runtime dir, kept across restarts, or the one in --token-file
       PATH: yours, mode 0600, one line). A WebSocket upgrade whose Host is not loopback or
       an --allow-host/--allow-origin host gets 403. SIGTERM ends it cleanly.
   uexec start [--tty] [--cwd DIR] -- CMD...    start a process in the daemon; prints its ID
@@ -52,6 +52,7 @@ usage:
   uexec kill ID [--signal NAME]                terminate it (or send one signal)
   uexec logs ID [--follow]                     its retained output (--follow: and live)
   uexec stop                                   stop the daemon (its sessions end) and wait for it
+  uexec url                                    the daemon's web terminal URL, with its token
       The clients find the daemon at $UEXEC_SOCKET, else the default socket path.
   uexec demo
       An interactive login shell ($SHELL -l) through the session core.
@@ -91,7 +92,7 @@ int main(int argc, char** argv) {
   if (cmd == "exec-server") return uexec::cli::cmd_exec_server(args);
   if (cmd == "serve") return uexec::cli::cmd_serve(args);
   if (cmd == "ls" || cmd == "start" || cmd == "send" || cmd == "kill" || cmd == "logs" || cmd == "attach" ||
-      cmd == "stop")
+      cmd == "stop" || cmd == "url")
     return uexec::cli::cmd_client(cmd, args);
   if (cmd == "help" || cmd == "--help" || cmd == "-h") {
     std::fputs(kUsage, stdout);

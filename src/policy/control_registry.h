@@ -50,6 +50,9 @@ struct ControlPlane {
 // control plane, hidden with the socket, since a sandbox holding it would keep every later
 // daemon on that socket from starting.
 inline std::string socket_lock_path(const std::string& socket) { return socket + ".lock"; }
+// The web terminal's URL (with its token) a daemon writes beside its socket for `uexec url`;
+// registered with the token files, hidden like them.
+inline std::string socket_url_path(const std::string& socket) { return socket + ".url"; }
 
 // The registry directory for the real uid: "<passwd home>/.local/state/uexec/daemons".
 std::string control_registry_dir();

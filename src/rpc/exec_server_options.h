@@ -4,13 +4,16 @@
 
 #include <chrono>
 #include <cstddef>
+#include <optional>
 
 namespace uexec::rpc {
 
 struct ExecServerOptions {
   bool daemon = false;                                // sockets: sessions outlive connections
   std::chrono::milliseconds detached_ttl{10000};
-  std::chrono::milliseconds exited_retention{30000};
+  // How long a closed process stays listed and readable before it is forgotten (its id then
+  // answers with its tombstone); nullopt: until the daemon ends. Codex's exec-server: 30 s.
+  std::optional<std::chrono::milliseconds> exited_retention{std::chrono::milliseconds{30000}};
   std::size_t high_watermark = 4u << 20, low_watermark = 1u << 20;
   std::size_t read_max_bytes = 4u << 20;
   std::size_t max_processes = 4096;

@@ -209,7 +209,7 @@ void ProcessLifecycleMethods::start(Connection& c, const json& id, const json& p
   if (ProtocolProcess* existing = table_.find_process(&me, pid))
     return c.error(id, kInvalidRequest, "process " + pid + " already exists",
                    {{"kind", "processExists"}, {"processId", pid}, {"state", existing->session.finished() ? "closed" : "running"}});
-  if (table_.processes() >= opts_.max_processes)
+  if (table_.processes() >= opts_.max_processes && !table_.forget_oldest_closed())
     return c.error(id, kInternalError, "process limit reached",
                    {{"kind", "limitReached"}, {"limit", "processes"}, {"max", opts_.max_processes}});
   req.id = me.id + "/" + pid;
@@ -303,7 +303,14 @@ void ProcessLifecycleMethods::list(Connection& c, const json& id, const json& pa
       out.push_back(std::move(e));
     }
   }
-  c.reply(id, {{"processes", out}});
+  // What went lately (retention, kills, pruning): a client that still shows an id can say
+  // when and why it went. Only what this caller could have listed.
+  json ended = json::array();
+  for (const auto& e : table_.recent_ends())
+    if (all || (me && e.session_id == me->id))
+      ended.push_back({{"sessionId", e.session_id}, {"processId", e.process_id}, {"reason", e.reason},
+                       {"atMs", std::chrono::duration_cast<std::chrono::milliseconds>(e.at.time_since_epoch()).count()}});
+  c.reply(id, {{"processes", out}, {"ended", std::move(ended)}});
 }
 
 }  // namespace uexec::rpc

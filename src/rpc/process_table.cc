@@ -80,10 +80,12 @@ ProtocolProcess& ProcessTable::add(ProtocolSession& owner, std::string id, std::
 void ProcessTable::after_closed(ProtocolProcess& p) {
   if (p.closed_seen) return;
   p.closed_seen = true;
+  p.closed_at = std::chrono::steady_clock::now();
   if (p.agent) return;  // retained by the AgentService's rules
+  if (!opts_.exited_retention) return;  // kept until the daemon ends
   p.retention = std::make_unique<loop::Timer>(pm_.loop());
   ProtocolProcess* raw = &p;
-  p.retention->start(opts_.exited_retention, [this, raw] { forget(*raw, "exited"); });
+  p.retention->start(*opts_.exited_retention, [this, raw] { forget(*raw, "exited"); });
 }
 
 void ProcessTable::forget(ProtocolProcess& p, const char* reason) {
@@ -94,11 +96,29 @@ void ProcessTable::forget(ProtocolProcess& p, const char* reason) {
   p.ring_subscription.reset();
   std::string id = p.id;
   s->processes.erase(id);  // destroys p, which never outlives its Session
-  if (!agent) pm_.remove(key);
+  if (!agent) {
+    pm_.remove(key);
+    note_end(s->id, id, reason);
+  }
   add_tombstone(key, reason);
   // A detached session kept "until killed" that has nothing left is done.
   if (s->processes.empty() && !s->connection && s->keep_forever) drop_session(s->id);
   if (on_forgotten) on_forgotten();
+}
+
+void ProcessTable::note_end(const std::string& session_id, const std::string& process_id, const char* reason) {
+  recent_ends_.push_back({session_id, process_id, reason, std::chrono::system_clock::now()});
+  if (recent_ends_.size() > kRecentEnds) recent_ends_.pop_front();
+}
+
+bool ProcessTable::forget_oldest_closed() {
+  ProtocolProcess* oldest = nullptr;
+  for (auto& [sid, s] : sessions_)
+    for (auto& [pid, p] : s->processes)
+      if (!p->agent && p->closed_seen && (!oldest || p->closed_at < oldest->closed_at)) oldest = p.get();
+  if (!oldest) return false;
+  forget(*oldest, "pruned");
+  return true;
 }
 
 void ProcessTable::drop_agent_view(long agent_id) {
@@ -148,6 +168,7 @@ void ProcessTable::drop_session(const std::string& id) {
     p->ring_subscription.reset();
     if (p->agent) continue;  // the AgentService's: it ends them by its own rules
     add_tombstone(p->key, "killed");
+    note_end(s->id, pid, "killed");
     removed.push_back(p->key);
   }
   sessions_.erase(it);  // the views go before their Sessions

@@ -15,7 +15,9 @@
 // Loop thread only.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -72,8 +74,23 @@ class ProcessTable {
   // Why "<sessionId>/<processId>" went ("exited", "killed"), or "neverExisted".
   std::string tombstone_reason(const std::string& key) const;
 
+  // At the process limit: forgets the process/start process that closed first ("pruned"), so
+  // that retention never refuses a start. False when none has closed.
+  bool forget_oldest_closed();
+
+  // The last kRecentEnds forgotten process/start processes, oldest first, with their ids (the
+  // tombstones keep hashes only): for `process/list`'s `ended`, so that a client can say when
+  // and why an id it still shows went.
+  struct RecentEnd {
+    std::string session_id, process_id;
+    const char* reason;
+    std::chrono::system_clock::time_point at;
+  };
+  const std::deque<RecentEnd>& recent_ends() const noexcept { return recent_ends_; }
+
  private:
   void add_tombstone(const std::string& key, const char* reason);
+  void note_end(const std::string& session_id, const std::string& process_id, const char* reason);
   void drop_polls(const ProtocolProcess& p);
 
   session::ProcessManager& pm_;
@@ -83,6 +100,8 @@ class ProcessTable {
   // (session::Tombstones: one store shape for both front doors, laid out once).
   static constexpr std::size_t kTombstones = 4096;
   session::Tombstones tombstones_{kTombstones};
+  static constexpr std::size_t kRecentEnds = 256;
+  std::deque<RecentEnd> recent_ends_;
 };
 
 }  // namespace uexec::rpc

@@ -74,6 +74,7 @@ struct ProtocolProcess {
   std::unique_ptr<loop::Timer> retention;
   nlohmann::json metadata = nullptr;
   bool closed_seen = false;
+  std::chrono::steady_clock::time_point closed_at{};  // set with closed_seen
   bool reading_paused = false;  // owner flow control (docs/protocol.md §7)
 
  private:

@@ -12,6 +12,7 @@ import fcntl
 import json
 import os
 import pty
+import re
 import select
 import signal
 import socket
@@ -198,6 +199,31 @@ try:
           all(at(f"inner-{i}") >= 0 for i in range(1, 7)), text)
     check("attach in tmux: the next command's output follows the note",
           at("after-42") > at("[detached; the process keeps running]"), text)
+    # attach to a pipe session (no --tty): lines, not a staircase; typed lines reach it;
+    # Ctrl-C interrupts it (it used to be a byte the pipe ignored).
+    code, out, err = cli("start", "--", "sh", "-c",
+                         "echo line-a; echo line-b; while read l; do echo \"got:$l\"; done")
+    pipe_id = out.strip()
+    tmux("send-keys", "-t", "attach", f"clear; {uexec} attach {pipe_id}", "Enter")
+    text = pane_until(lambda t: "line-b" in t)
+    rows = text.split("\n")
+    check("attach to a pipe session: each line starts at the left edge (no staircase)",
+          any(r.startswith("line-a") for r in rows) and any(r.startswith("line-b") for r in rows), text)
+    tmux("send-keys", "-t", "attach", "hello", "Enter")
+    text = pane_until(lambda t: "got:hello" in t)
+    check("attach to a pipe session: a typed line reaches the process",
+          any(r.startswith("got:hello") for r in text.split("\n")), text)
+    tmux("send-keys", "-t", "attach", "C-c")
+    text = pane_until(lambda t: "[process exited" in t)
+    check("attach to a pipe session: Ctrl-C interrupts the process", "[process exited" in text, text)
+    end = time.time() + 5
+    while True:
+        _, out, _ = cli("ls")
+        closed = "closed" in out.split(pipe_id, 1)[-1].split("\n", 1)[0]
+        if closed or time.time() > end:
+            break
+        time.sleep(0.1)
+    check("attach to a pipe session: the interrupted process is closed", closed, out)
 finally:
     tmux("kill-server", check_rc=False)
 
@@ -498,6 +524,93 @@ finally:
         if p is not None and p.poll() is None:
             p.kill()
             p.wait()
+
+# Retention of finished processes (issue 20: they vanished after 30 s, with no flag and no word):
+# `serve --retain-exited` sets it; once one goes, `logs` says when and why instead of "no process".
+r = run_bounded([uexec, "serve", "--socket", os.path.join(tmp, "bad", "uexec.sock"), "--no-ws", "--retain-exited", "soon"],
+                env)
+check("--retain-exited with a bad duration: exit 2, saying what it takes",
+      r.returncode == 2 and b"takes a duration (30s, 10m, 24h, 7d) or forever" in r.stderr, f"{r.returncode} {r.stderr!r}")
+tsock = os.path.join(tmp, "retain", "uexec.sock")
+tenv = dict(env, UEXEC_SOCKET=tsock)
+retain_log = open(os.path.join(tmp, "retain.log"), "wb")
+short = subprocess.Popen([uexec, "serve", "--socket", tsock, "--no-ws", "--retain-exited", "1s"], stderr=retain_log,
+                         env=tenv)
+try:
+    check("--retain-exited 1s: the daemon answers", answers(tenv, 30))
+    r = subprocess.run([uexec, "start", "--", "sh", "-c", "echo kept-for-a-while"], env=tenv, capture_output=True,
+                       timeout=20, text=True)
+    done_id = r.stdout.strip()
+    r = subprocess.run([uexec, "logs", done_id], env=tenv, capture_output=True, timeout=20, text=True)
+    check("a finished process is readable within the retention", "kept-for-a-while" in r.stdout, r.stdout + r.stderr)
+    time.sleep(2.5)
+    r = subprocess.run([uexec, "logs", done_id], env=tenv, capture_output=True, timeout=20, text=True)
+    check("after the retention: logs says it expired, when, and which flag keeps it",
+          r.returncode == 1 and f"uexec: {done_id} expired" in r.stderr and "--retain-exited" in r.stderr
+          and "it went at " in r.stderr, f"{r.returncode} {r.stderr!r}")
+finally:
+    short.terminate()
+    try:
+        short.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        short.kill()
+
+# `uexec url` and a token that survives restarts (issue 20: every start made a new token, so open
+# tabs showed "connecting…" forever, and no command printed the URL again).
+usock = os.path.join(tmp, "url", "uexec.sock")
+uenv = dict(env, UEXEC_SOCKET=usock)
+url_log = open(os.path.join(tmp, "url.log"), "wb")
+
+
+def url_daemon(*extra):
+    d = subprocess.Popen([uexec, "serve", "--socket", usock, "--ws", "127.0.0.1:0", *extra], stderr=url_log, env=uenv)
+    ok = answers(uenv, 30)
+    r = subprocess.run([uexec, "url"], env=uenv, capture_output=True, timeout=20, text=True)
+    return d, ok, r
+
+
+def stop_daemon(d):
+    d.terminate()
+    try:
+        d.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        d.kill()
+        d.wait()
+
+
+r = subprocess.run([uexec, "url"], env=uenv, capture_output=True, timeout=20, text=True)
+check("url with no daemon: exit 1, saying so", r.returncode == 1 and "no daemon runs on unix:" in r.stderr,
+      f"{r.returncode} {r.stderr}")
+d, ok, r = url_daemon()
+try:
+    m = re.match(r"^http://127\.0\.0\.1:(\d+)/#token=([A-Za-z0-9_-]+)$", r.stdout.strip())
+    check("url: the page's URL with its token", ok and r.returncode == 0 and m is not None, f"{r.returncode} {r.stdout!r}")
+    first_token = m.group(2) if m else None
+    with open(os.path.join(tmp, "url", "token")) as f:
+        check("url: the token is the one in the token file", f.read().strip() == first_token)
+finally:
+    stop_daemon(d)
+check("url: the URL file goes with the daemon", not os.path.exists(usock + ".url"))
+d, ok, r = url_daemon()
+try:
+    check("a restart keeps the token (open pages reconnect)", first_token is not None and
+          r.stdout.strip().endswith("#token=" + first_token), r.stdout)
+finally:
+    stop_daemon(d)
+d, ok, r = url_daemon("--new-token")
+try:
+    check("--new-token makes a fresh one", r.returncode == 0 and first_token is not None and
+          not r.stdout.strip().endswith("#token=" + first_token), r.stdout)
+finally:
+    stop_daemon(d)
+d = subprocess.Popen([uexec, "serve", "--socket", usock, "--no-ws"], stderr=url_log, env=uenv)
+try:
+    answers(uenv, 30)
+    r = subprocess.run([uexec, "url"], env=uenv, capture_output=True, timeout=20, text=True)
+    check("url of a daemon without a page: exit 1, saying why", r.returncode == 1 and "serves no web page" in r.stderr,
+          f"{r.returncode} {r.stderr}")
+finally:
+    stop_daemon(d)
 
 print(f"daemon: {passed} passed, {failed} failed")
 sys.exit(0 if failed == 0 else 1)

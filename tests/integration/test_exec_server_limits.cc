@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "helpers/loop_fixture.h"
@@ -221,4 +223,57 @@ TEST_CASE("freed memory goes back at once when no session is left, after trim_de
   f.pm->remove(id);
   clock.advance(0ms);
   CHECK(f.pm->trims() == 3);
+}
+
+TEST_CASE("retention: at the process limit the process that closed first goes (pruned), never a refusal; "
+          "process/list's ended says when and why") {
+  rpc::ExecServerOptions opts;
+  opts.daemon = true;
+  opts.max_processes = 2;
+  opts.exited_retention.reset();  // kept until the daemon ends: only the limit removes them
+  ServerFixture f(opts);
+  FakePeer p;
+  f.connect(p);
+  p.handshake();
+  auto closed = [&](long call, const char* pid) {
+    p.call(call, "process/wait", {{"processId", pid}, {"timeoutMs", 10000}});
+    return f.run_until([&] { return !p.reply(call).is_null(); });
+  };
+  p.call(2, "process/start", {{"processId", "first"}, {"argv", {"/bin/true"}}});
+  REQUIRE(p.reply(2).contains("result"));
+  REQUIRE(closed(3, "first"));
+  p.call(4, "process/start", {{"processId", "second"}, {"argv", {"/bin/true"}}});
+  REQUIRE(p.reply(4).contains("result"));
+  REQUIRE(closed(5, "second"));
+  // Both closed and retained; a third start makes room by forgetting "first".
+  long next = 100;
+  REQUIRE(f.run_until([&] {
+    long call = next++;
+    p.call(call, "process/list", json::object());
+    json l = p.reply(call);
+    return l.contains("result") && l["result"]["processes"].size() == 2 &&
+           l["result"]["processes"][0]["state"] == "closed" && l["result"]["processes"][1]["state"] == "closed";
+  }));
+  p.call(7, "process/start", {{"processId", "third"}, {"argv", {"/bin/sleep", "30"}}});
+  REQUIRE(p.reply(7).contains("result"));
+  p.call(8, "process/list", json::object());
+  json l = p.reply(8)["result"];
+  std::vector<std::string> ids;
+  for (const auto& e : l["processes"]) ids.push_back(e["processId"]);
+  std::sort(ids.begin(), ids.end());
+  CHECK(ids == std::vector<std::string>{"second", "third"});
+  REQUIRE(l["ended"].size() == 1);
+  CHECK(l["ended"][0]["processId"] == "first");
+  CHECK(l["ended"][0]["reason"] == "pruned");
+  CHECK(l["ended"][0]["atMs"].get<long long>() > 0);
+  // "second" is the only closed one left: it goes next. Then two run, none has closed, and
+  // the limit refuses as before.
+  p.call(9, "process/start", {{"processId", "fourth"}, {"argv", {"/bin/sleep", "30"}}});
+  REQUIRE(p.reply(9).contains("result"));
+  p.call(10, "process/start", {{"processId", "fifth"}, {"argv", {"/bin/sleep", "30"}}});
+  CHECK(kind_of(p.reply(10)) == "limitReached");
+  p.call(11, "process/list", json::object());
+  CHECK(p.reply(11)["result"]["ended"].size() == 2);
+  for (const char* pid : {"third", "fourth"}) p.call(next++, "process/terminate", {{"processId", pid}, {"graceMs", 0}});
+  p.conn.reset();
 }
