@@ -837,6 +837,7 @@
 
     const target = { sessionId: p.sessionId, processId: p.processId };
     li.addEventListener('click', () => {
+      showSessions(false);  // a phone's drawer closes on the chosen terminal, attached already or not
       if (sameTarget(target, att.target)) term.focus();
       else attach(target);
     });
@@ -845,7 +846,7 @@
     });
     kill.addEventListener('click', (ev) => {
       ev.stopPropagation();
-      terminate(target);
+      confirmThen(kill, 'kill?', () => terminate(target));
     });
     return { li, dot, cmd, kill, cwd, meta, owner, exit, spark, samples: [], lastBytes: null, lastAt: 0 };
   }
@@ -922,6 +923,32 @@
     for (const [key, row] of list.rows) row.li.classList.toggle('selected', key === current);
   }
 
+  // A kill asks first: the first click arms the button ("Kill?", for 3 s), the second kills.
+  // No modal dialog: it would block the page's other sessions and every test driving it.
+  function confirmThen(button, armedText, action) {
+    if (button.dataset.armed === '1') {
+      clearTimeout(button._disarm);
+      disarm(button);
+      action();
+      return;
+    }
+    button.dataset.armed = '1';
+    button.classList.add('armed');
+    button.dataset.text = button.textContent;
+    button.dataset.tip = button.title;
+    button.textContent = armedText;
+    button.title = 'Click again to terminate it';
+    button._disarm = setTimeout(() => disarm(button), 3000);
+  }
+
+  function disarm(button) {
+    if (button.dataset.armed !== '1') return;
+    delete button.dataset.armed;
+    button.classList.remove('armed');
+    button.textContent = button.dataset.text;
+    button.title = button.dataset.tip;
+  }
+
   function terminate(t) {
     showStatus(`terminating ${t.processId}…`, 'info');
     call('process/terminate', { processId: t.processId, sessionId: t.sessionId })
@@ -950,13 +977,15 @@
     const role = $('#role');
     role.hidden = !t;
     let roleText = '';
-    if (att.role === 'owner') roleText = 'owner';
+    // Plain words: whose it is, and whether typing here reaches it.
+    if (att.role === 'owner') roleText = 'yours';
     else if (att.role === 'viewer') {
       const known = !!info && Array.isArray(info.viewers) &&
         info.viewers.some((v) => v.sessionId === conn.sessionId);
-      roleText = att.readOnly ? 'viewer — read-only'
-        : info && info.ownerConnected === false ? 'viewer — owner away, input open'
-        : known ? 'viewer — input granted' : 'viewer';
+      const by = info && info.clientName ? `started by ${info.clientName}` : 'shared';
+      roleText = att.readOnly ? `${by} — watching only`
+        : info && info.ownerConnected === false ? `${by} — you can type`
+        : known ? `${by} — you may type` : by;
     }
     setText(role, roleText);
     role.dataset.role = att.role || '';
@@ -1020,7 +1049,22 @@
   // ---------------------------------------------------------------------------------------
 
   $('#new-shell').addEventListener('click', newShell);
-  $('#kill').addEventListener('click', () => { if (att.target) terminate(att.target); });
+  // The Sessions button (narrow screens): the process list as a drawer; attaching closes it.
+  function showSessions(open) {
+    document.body.classList.toggle('sessions-open', open);
+    $('#toggle-sessions').setAttribute('aria-expanded', String(open));
+  }
+  $('#toggle-sessions').addEventListener('click', () =>
+    showSessions(!document.body.classList.contains('sessions-open')));
+
+  $('#kill').addEventListener('click', () => {
+    const t = att.target;
+    if (!t) return;
+    const b = $('#kill');
+    if (b.dataset.armed === '1' && b.dataset.for !== keyOf(t)) { clearTimeout(b._disarm); disarm(b); }
+    b.dataset.for = keyOf(t);  // armed for this process only: attaching another disarms it
+    confirmThen(b, 'Kill?', () => terminate(t));
+  });
   $('#ctrl-c').addEventListener('click', () => {
     const t = att.target;
     if (!t) return;

@@ -313,7 +313,7 @@ await step("2. new shell", async () => {
   firstSessionId = s.sessionId;
   check("New shell attaches a shell owned by the page", target.sessionId === s.sessionId && s.mode === "live",
     JSON.stringify(s));
-  check("#role says owner", s.roleText === "owner", JSON.stringify(s.roleText));
+  check("#role says yours", s.roleText === "yours", JSON.stringify(s.roleText));
   await waitPrompt(page1, "the shell's first prompt ($ from the test's .bashrc)");
   const row = `#sessions .session[data-process-id="${target.processId}"][data-session-id="${target.sessionId}"]`;
   // Soft: a broken list is reported here, and the steps that do not need it still run.
@@ -485,9 +485,9 @@ await step("7. viewer", async () => {
   check("page 2 (another browser context) is a different session", s2.sessionId !== target.sessionId);
   check("page 2 attaches the same process as a viewer",
     s2.attached.processId === target.processId && s2.attached.sessionId === target.sessionId);
-  await waitFor("#role to say read-only", async () => /viewer.*read-only/.test((await pageState(page2)).roleText),
+  await waitFor("#role to say watching only", async () => /— watching only$/.test((await pageState(page2)).roleText),
     { describe: async () => JSON.stringify((await pageState(page2)).roleText) });
-  check("#role on page 2 says viewer — read-only", true);
+  check("#role on page 2 says watching only", true);
   await waitFor("page 1 to list the viewer", async () =>
     (await page1.textContent("#viewers")).includes("1 viewer"));
   check("the owner's toolbar lists one viewer", true);
@@ -530,9 +530,9 @@ await step("7. viewer", async () => {
   // The owner goes away (page 1 leaves): the viewer may type; back again: read-only.
   await page1.goto("about:blank");
   await waitFor("#role on page 2 to say the owner is away", async () =>
-    /owner away, input open/.test((await pageState(page2)).roleText),
+    /— you can type$/.test((await pageState(page2)).roleText),
     { describe: async () => JSON.stringify(await pageState(page2)) });
-  check("with the owner away, page 2 says input open", true);
+  check("with the owner away, page 2 says you can type", true);
   const away = nonce();
   await typeLine(page2, `echo away-${away}`);
   await waitRow(page2, new RegExp(`^away-${away}$`), "the viewer's command to run");
@@ -546,11 +546,46 @@ await step("7. viewer", async () => {
   check("page 1 comes back to the same session as owner", back.sessionId === firstSessionId, back.sessionId);
   await waitFor("page 2 read-only again", async () => {
     const s = await pageState(page2);
-    return s.readOnly && /read-only/.test(s.roleText);
+    return s.readOnly && /watching only/.test(s.roleText);
   }, { describe: async () => JSON.stringify(await pageState(page2)) });
   check("with the owner back, page 2 is read-only again", true);
   await waitAgree(page1, target);
   await noStatusError(page1, "viewer (page 1)");
+});
+
+// 7b. A phone (issue 20: at 390x844 the sidebar took half the width, the terminal was ~170 px
+// and the role badge and Ctrl-C/Kill were off the screen): one column, the list a drawer.
+await step("7b. phone", async () => {
+  const ctx3 = await browser.newContext({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true });
+  try {
+    const page3 = await openPage(ctx3, `${url}&attach=${target.sessionId}/${target.processId}`, "page3");
+    await waitFor("the phone page attached", async () => {
+      const s = await pageState(page3);
+      return s.state === "connected" && s.attached ? s : null;
+    }, { describe: async () => JSON.stringify(await pageState(page3)) });
+    const box = async (sel) => page3.evaluate((q) => {
+      const r = document.querySelector(q).getBoundingClientRect();
+      return { left: r.left, right: r.right, width: r.width, visible: r.width > 0 && r.height > 0 };
+    }, sel);
+    const term = await box("#terminal-wrap");
+    check("phone: the terminal takes the whole width", term.width >= 0.95 * 390, JSON.stringify(term));
+    for (const sel of ["#role", "#ctrl-c", "#kill", "#toggle-sessions"]) {
+      const b = await box(sel);
+      check(`phone: ${sel} is on the screen`, b.visible && b.left >= 0 && b.right <= 390, JSON.stringify(b));
+    }
+    check("phone: the process list starts closed", !(await box("#sidebar")).visible);
+    await page3.click("#toggle-sessions");
+    const row = `#sessions .session[data-process-id="${target.processId}"][data-session-id="${target.sessionId}"]`;
+    await waitFor("the drawer to show the process list", async () => (await box(row)).visible);
+    check("phone: the Sessions button opens the list, full width", (await box("#sidebar")).width >= 0.95 * 390);
+    await shot(page3, "web-phone-sessions.png");
+    await page3.click(`${row} .cmd`);
+    await waitFor("the drawer to close after choosing a process", async () => !(await box("#sidebar")).visible);
+    check("phone: choosing a process closes the list", true);
+    await shot(page3, "web-phone.png");
+  } finally {
+    await ctx3.close().catch(() => {});
+  }
 });
 
 // 8. Ctrl-C: the key in page 1, then the toolbar button.
@@ -575,6 +610,13 @@ await step("8. ctrl-c", async () => {
 
 // 9. The kill button ends the shell; the list shows the exit in the failure colour.
 await step("9. kill", async () => {
+  // One click only arms the button (issue 20: × and Kill used to kill at once); the second kills.
+  await page1.click("#kill");
+  check("one click on Kill asks first (the button says Kill?)", (await page1.textContent("#kill")) === "Kill?",
+    await page1.textContent("#kill"));
+  await sleep(500);
+  const still = await listEntry(page1, target);
+  check("...and the shell still runs", !!still && still.state === "running", JSON.stringify(still));
   await page1.click("#kill");
   const info = await waitFor("process/list to report the shell's end", async () => {
     const i = await listEntry(page1, target);
