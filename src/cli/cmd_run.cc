@@ -37,7 +37,9 @@
 #include "policy/linux_sandbox.h"
 #include "policy/orchestrator.h"
 #include "policy/sandbox_attempt.h"
+#include "policy/seatbelt_input.h"
 #include "pty/pty_pair.h"
+#include "rpc/unix_server.h"
 #include "session/process_manager.h"
 
 namespace uexec::cli {
@@ -53,21 +55,26 @@ constexpr const char* kRunUsage =
 
 constexpr const char* kSandboxUsage =
     "usage: uexec sandbox [--mode MODE] [--writable DIR]... [--deny-read GLOB]... [--network on|off]\n"
-    "                     [--backend auto|namespaces|landlock|bwrap] [--private-tmp] [--log-denials]\n"
+    "                     [--backend auto|namespaces|landlock|bwrap|seatbelt] [--private-tmp] [--log-denials]\n"
     "                     [--cwd DIR] [--env NAME=VALUE]... -- CMD [ARG...]\n"
+    "       uexec sandbox --backend seatbelt --print [OPTIONS] -- CMD [ARG...]\n"
     "       uexec sandbox --check\n"
     "Runs CMD under a sandbox policy on this terminal and passes its exit code through.\n"
     "  --mode MODE           read-only | workspace-write (default) | danger-full-access\n"
     "  --writable DIR        another writable root besides the working directory\n"
     "  --deny-read GLOB      never readable ('**' spans directories; relative to the cwd)\n"
     "  --network on|off      default off (danger-full-access: on)\n"
-    "  --backend B           auto picks namespaces when user namespaces work, else landlock\n"
+    "  --backend B           auto picks namespaces when user namespaces work, else landlock;\n"
+    "                        seatbelt is macOS's (here: only with --print)\n"
     "  --private-tmp         a private /tmp instead of the host's\n"
     "  --log-denials         print what the sandbox denied when the command fails\n"
     "  --approval POLICY     never (default) | on-failure (offer one retry without the sandbox\n"
     "                        after a denial) | untrusted (also ask before commands not known\n"
     "                        to be read-only) | on-request; asked on /dev/tty, denied without one\n"
     "  --check               print what this host supports and exit\n"
+    "  --print               with --backend seatbelt: print, on any host, the shell command\n"
+    "                        (/usr/bin/sandbox-exec -p POLICY -DKEY=VALUE... -- CMD) that these\n"
+    "                        flags run on macOS, policy text included, instead of running CMD\n"
     "Exit: the command's code (128+N for signal N); 125 when the sandbox cannot be set up.\n";
 
 // Puts a terminal in raw mode for its lifetime.
@@ -102,6 +109,7 @@ struct Options {
   bool private_tmp = false;
   bool log_denials = false;
   bool check = false;
+  bool print = false;  // --print: show the seatbelt policy instead of running
   policy::ApprovalPolicy approval = policy::ApprovalPolicy::kNever;
   std::string cwd;
   std::vector<std::string> env_overrides;
@@ -127,6 +135,7 @@ ParsedArgs parse(const std::vector<std::string>& args, Options& o) {
   flags.on({"--log-denials"}, [&] { o.log_denials = true; });
   flags.on({"--private-tmp"}, [&] { o.private_tmp = true; });
   flags.on({"--check"}, [&] { o.check = true; });
+  flags.on({"--print"}, [&] { o.print = true; });
   auto take_mode = [&](const std::string& v) -> Flags::Verdict {
     auto m = policy::parse_sandbox_mode(v);
     if (!m) return m.error().context;
@@ -179,6 +188,8 @@ ParsedArgs parse(const std::vector<std::string>& args, Options& o) {
   if (!parsed.ok()) return parsed;
   o.argv = std::move(parsed.rest);
   if (o.argv.empty() && !o.check) parsed.error = "no command given";
+  else if (o.print && o.backend != policy::Backend::kSeatbelt)
+    parsed.error = "--print shows the seatbelt backend's policy: give --backend seatbelt";
   else if (!o.mode && (!o.writable.empty() || !o.deny_read.empty() || o.network || o.private_tmp ||
                        o.backend != policy::Backend::kAuto || o.approval != policy::ApprovalPolicy::kNever))
     parsed.error = "sandbox options need --sandbox MODE";
@@ -402,6 +413,29 @@ RunOutcome run_attempt(policy::ExecRequest req, const policy::SandboxAttempt& at
 }
 
 
+// `--backend seatbelt --print`: the policy resolved here, as the command macOS would run.
+int print_seatbelt(const policy::PermissionProfile& profile, const policy::ExecRequest& req) {
+  std::string cwd = req.cwd.empty() ? current_directory() : req.cwd;
+  const std::vector<std::string> env = req.env.value_or(process_environment());
+  auto resolved = policy::resolve(profile, policy::ResolveInput{cwd, env, {}, true});
+  if (!resolved) {
+    std::fprintf(stderr, "uexec sandbox: %s\n", resolved.error().message().c_str());
+    return kExitInternal;
+  }
+  std::string registry = policy::control_registry_dir();
+  std::string state_dir = registry.substr(0, registry.rfind('/'));  // ~/.local/state/uexec
+  auto in = policy::seatbelt_input(profile, *resolved, env, rpc::socket_dir_of(rpc::default_socket_path()),
+                                   state_dir);
+  if (!in) {
+    std::fprintf(stderr, "uexec sandbox: %s\n", in.error().message().c_str());
+    return kExitInternal;
+  }
+  auto argv = policy::seatbelt_argv(policy::seatbelt_policy(*in), req.argv);
+  std::printf("#!/bin/sh\n# uexec sandbox --backend seatbelt --print: the command these flags run on macOS\n"
+              "# (paths resolved on this host, in %s).\nexec %s\n", cwd.c_str(), policy::shell_quote(argv).c_str());
+  return 0;
+}
+
 int print_check() {
   const auto& h = policy::host_support();
   std::printf("user namespaces: %s%s\n", h.userns ? "yes" : "no ",
@@ -533,6 +567,7 @@ int run_with(const std::vector<std::string>& args, bool sandbox_command) {
       std::fprintf(stderr, "%s: --writable needs --mode workspace-write\n", name);
       return kExitUsage;
     }
+    if (o.print) return print_seatbelt(profile, req);
     auto a = policy::SandboxAttempt::select(profile, o.backend);
     if (!a) {
       std::fprintf(stderr, "%s: %s\n", name, a.error().message().c_str());

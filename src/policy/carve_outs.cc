@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <iterator>
 
 #include "policy/paths.h"
 
@@ -185,7 +186,7 @@ Result<void> scan_nested_git(GitScan& s, int dir_fd, const std::string& dir, int
 
 Result<void> add_carve_outs(const std::vector<std::string>& extra_names, const std::vector<std::string>& tmp_roots,
                            ResolvedPolicy& r) {
-  std::vector<std::string> names = {".git", ".codex", ".agents", ".uexec"};
+  std::vector<std::string> names(std::begin(kProtectedNames), std::end(kProtectedNames));
   names.insert(names.end(), extra_names.begin(), extra_names.end());
   for (const auto& w : r.writable) {
     bool is_tmp = std::find(tmp_roots.begin(), tmp_roots.end(), w) != tmp_roots.end();

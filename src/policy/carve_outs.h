@@ -30,6 +30,9 @@ namespace uexec::policy {
 // than run with some `.git` unprotected.
 constexpr std::size_t kMaxGitScanDirs = 100000;
 
+// The names kept read-only directly under every writable root (beside a profile's extra ones).
+inline constexpr const char* kProtectedNames[] = {".git", ".codex", ".agents", ".uexec"};
+
 // Adds to r.read_only and r.stubs the protected names (the four and `extra_names`) under each
 // of r.writable, every nested `.git` and what it leads to; `tmp_roots` (among r.writable) get
 // neither stubs nor the walk.

@@ -82,6 +82,25 @@ check "a closed reader ends the command" 0 "$("$uexec" run -- yes | head -c 1000
 "$uexec" nonsense 2>/dev/null; check "unknown subcommand: usage error" 2 "$?"
 "$uexec" --help >/dev/null; check "--help" 0 "$?"
 
+# The Seatbelt policy within reach (issue 20): on any host, --backend seatbelt --print prints the
+# macOS command these flags run, as one shell command whose words come back exactly.
+(cd "$tmp" && "$uexec" sandbox --backend seatbelt --print --deny-read '*.pem' -- echo "it's \$HOME") \
+  >"$tmp/sb.sh" 2>"$tmp/err"; rc=$?
+check "seatbelt --print: exit 0" 0 "$rc"
+check "seatbelt --print: a shell script" "#!/bin/sh" "$(head -n 1 "$tmp/sb.sh")"
+contains "seatbelt --print: sandbox-exec with the policy text" "exec /usr/bin/sandbox-exec -p '(version 1)" "$(cat "$tmp/sb.sh")"
+contains "seatbelt --print: the deny-read glob as a regex denial" '/[^/]*\.pem$"))' "$(grep '^(deny file-read\* (regex' "$tmp/sb.sh")"
+contains "seatbelt --print: the writable root as a parameter" "-DWRITABLE_ROOT_" "$(cat "$tmp/sb.sh")"
+# Run the script with sandbox-exec replaced by a printer of its words.
+sed 's|^exec /usr/bin/sandbox-exec|printf "<%s>\\n"|' "$tmp/sb.sh" >"$tmp/words.sh"
+words=$(sh "$tmp/words.sh")
+check "seatbelt --print: the command's words survive the quoting" "<-->|<echo>|<it's \$HOME>" \
+  "$(printf '%s\n' "$words" | tail -n 3 | paste -sd '|')"
+check "seatbelt --print: -p carries the whole policy" "<(version 1)" "$(printf '%s\n' "$words" | sed -n 2p)"
+"$uexec" sandbox --print -- true >/dev/null 2>"$tmp/err"; rc=$?
+check "--print without --backend seatbelt: usage error" 2 "$rc"
+contains "--print without --backend seatbelt: says so" "give --backend seatbelt" "$(cat "$tmp/err")"
+
 here=$(dirname "$0")
 if python3 "$here/cli_tty_test.py" "$uexec"; then pass=$((pass + 1)); else echo "FAIL: cli_tty_test.py"; fail=$((fail + 1)); fi
 
