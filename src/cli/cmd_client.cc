@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +30,7 @@
 #include <fmt/core.h>
 
 #include "cli/commands.h"
+#include "cli/daemon_autostart.h"
 #include "cli/daemon_lock.h"
 #include "cli/flags.h"
 #include "cli/session_defaults.h"
@@ -56,10 +58,21 @@ std::string client_socket_path() {
   return env && *env ? env : rpc::default_socket_path();
 }
 
-std::optional<rpc::Client> connect(long ttl = 10000) {
-  auto c = rpc::Client::connect_unix(client_socket_path(), ttl);
+// The daemon's client, or nullopt after saying why; `*code` is then the exit code: 1 when no
+// daemon runs there (as `tmux ls` without a server), 125 for anything else.
+std::optional<rpc::Client> connect(int* code, long ttl = 10000) {
+  const std::string socket = client_socket_path();
+  auto c = rpc::Client::connect_unix(socket, ttl);
   if (!c) {
-    std::fprintf(stderr, "uexec: %s\n", c.error().message().c_str());
+    const int err = c.error().sys_errno;
+    if (err == ENOENT || err == ECONNREFUSED) {
+      std::fprintf(stderr, "uexec: no daemon runs on unix:%s (`uexec start` starts one, or run `uexec serve`)\n",
+                   socket.c_str());
+      *code = kExitRefused;
+    } else {
+      std::fprintf(stderr, "uexec: %s\n", c.error().message().c_str());
+      *code = kExitInternal;
+    }
     return std::nullopt;
   }
   return std::move(c).value();
@@ -116,8 +129,9 @@ json addr(const Target& t) { return {{"processId", t.process}, {"sessionId", t.s
 // returns what `fn` returns. Otherwise it says why and returns the exit code.
 template <class Fn>
 int with_target(const std::string& id, Fn&& fn) {
-  auto c = connect();
-  if (!c) return kExitInternal;
+  int code = 0;
+  auto c = connect(&code);
+  if (!c) return code;
   auto t = resolve(*c, id);
   if (!t) return 1;
   return fn(&*c, &*t);
@@ -167,8 +181,9 @@ int cmd_ls(const std::vector<std::string>& args) {
   flags.help();
   flags.on({"--all"}, [&] { all = true; });
   if (auto done = settle_parse(flags.parse(args), "ls", kLsUsage)) return *done;
-  auto c = connect();
-  if (!c) return kExitInternal;
+  int code = 0;
+  auto c = connect(&code);
+  if (!c) return code;
   auto list = c->call("process/list", {{"all", true}});
   if (!list) {
     std::fprintf(stderr, "uexec ls: %s\n", list.error().context.c_str());
@@ -205,8 +220,17 @@ int cmd_start(const std::vector<std::string>& args) {
     std::fputs(kStartUsage, stderr);
     return kExitUsage;
   }
-  auto c = connect(-1);  // what we start keeps running after we disconnect
-  if (!c) return kExitInternal;
+  // No daemon yet: start one, as tmux starts its server (daemon_autostart.h).
+  if (auto started = ensure_daemon(client_socket_path()); !started) {
+    std::fprintf(stderr, "uexec start: %s\n", started.error().message().c_str());
+    return kExitInternal;
+  } else if (*started > 0) {
+    std::fprintf(stderr, "uexec start: started the daemon (pid %d; log: %s; `uexec stop` stops it)\n",
+                 static_cast<int>(*started), autostart_log_path(client_socket_path()).c_str());
+  }
+  int code = 0;
+  auto c = connect(&code, -1);  // what we start keeps running after we disconnect
+  if (!c) return code;
   json env = json::object();
   for (const auto& kv : process_environment()) {
     auto eq = kv.find('=');

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/daemon_autostart.h"
 #include "cli/flags.h"
 #include "cli/host.h"
 #include "cli/sandbox_flags.h"
@@ -142,6 +143,12 @@ int cmd_mcp(const std::vector<std::string>& args) {
     if (socket_path.empty()) {
       const char* env = std::getenv("UEXEC_SOCKET");
       socket_path = env && *env ? env : rpc::default_socket_path();
+      // The clients' own daemon is started when none runs (daemon_autostart.h); a socket
+      // named on the command line is a particular daemon's, and only ever connected to.
+      if (auto started = ensure_daemon(socket_path); !started) {
+        std::fprintf(stderr, "uexec mcp: %s\n", started.error().message().c_str());
+        return kExitInternal;
+      }
     }
     return run_connected(socket_path);
   }

@@ -22,6 +22,7 @@
 
 #include "base/log.h"
 #include "cli/commands.h"
+#include "cli/daemon_autostart.h"
 #include "cli/daemon_lock.h"
 #include "cli/flags.h"
 #include "cli/host.h"
@@ -203,6 +204,8 @@ int cmd_serve(const std::vector<std::string>& args) {
   // Every sandbox of this user, whoever starts it, hides what is registered here.
   policy::ControlPlane plane;
   plane.socket = socket_path;
+  // An auto-started daemon's log holds the page's URL, token included: hidden like a token.
+  plane.token_files.push_back(autostart_log_path(socket_path));
   policy::ControlRegistration registration;
   bool enrolled = false;
   auto enroll = [&] {  // before the listeners are announced: a client's first sandbox sees it

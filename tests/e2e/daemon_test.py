@@ -612,5 +612,29 @@ try:
 finally:
     stop_daemon(d)
 
+# Auto-start (issue 20): `uexec start` starts the daemon when none runs, as tmux starts its
+# server; `ls` without one says so and exits 1; UEXEC_AUTOSTART=0 turns it off.
+asock = os.path.join(tmp, "auto", "uexec.sock")
+aenv = dict(env, UEXEC_SOCKET=asock, UEXEC_AUTOSTART_ARGS="--no-ws")
+r = subprocess.run([uexec, "ls"], env=aenv, capture_output=True, timeout=20, text=True)
+check("ls with no daemon: exit 1, saying none runs and how to start one",
+      r.returncode == 1 and f"no daemon runs on unix:{asock}" in r.stderr, f"{r.returncode} {r.stderr}")
+r = subprocess.run([uexec, "start", "--", "sleep", "1000"], env=dict(aenv, UEXEC_AUTOSTART="0"), capture_output=True,
+                   timeout=20, text=True)
+check("UEXEC_AUTOSTART=0: start does not start a daemon", r.returncode == 1 and not os.path.exists(asock + ".lock"),
+      f"{r.returncode} {r.stderr}")
+try:
+    r = subprocess.run([uexec, "start", "--", "sleep", "1000"], env=aenv, capture_output=True, timeout=30, text=True)
+    check("start with no daemon starts one, and says where its log is",
+          r.returncode == 0 and "started the daemon (pid" in r.stderr and asock + ".log" in r.stderr, f"{r.returncode} {r.stderr}")
+    first_id = r.stdout.strip()
+    r = subprocess.run([uexec, "start", "--", "true"], env=aenv, capture_output=True, timeout=30, text=True)
+    check("a second start uses that daemon", r.returncode == 0 and "started the daemon" not in r.stderr, r.stderr)
+    r = subprocess.run([uexec, "ls"], env=aenv, capture_output=True, timeout=20, text=True)
+    check("ls finds the auto-started daemon's process", first_id in r.stdout and "running" in r.stdout, r.stdout)
+finally:
+    r = subprocess.run([uexec, "stop"], env=aenv, capture_output=True, timeout=30, text=True)
+    check("stop ends the auto-started daemon", r.returncode == 0, f"{r.returncode} {r.stderr}")
+
 print(f"daemon: {passed} passed, {failed} failed")
 sys.exit(0 if failed == 0 else 1)
