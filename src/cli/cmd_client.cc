@@ -16,6 +16,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
@@ -90,13 +91,17 @@ std::optional<Target> resolve(rpc::Client& c, const std::string& id) {
     sess_part = id.substr(0, slash);
     proc_part = id.substr(slash + 1);
   }
-  std::vector<Target> hits;
+  // A target is SESSION/PROCESS (the session part may be any prefix), PROCESS alone when it
+  // is unique, or a name (`start --name`, an MCP session's name), as tmux's targets.
+  std::vector<Target> hits, named;
   for (const auto& p : (*list)["processes"]) {
     std::string sid = p["sessionId"], pid = p["processId"];
+    if (sess_part.empty() && p["name"].is_string() && p["name"] == id) named.push_back({sid, pid, p.value("tty", false)});
     if (pid != proc_part) continue;
     if (!sess_part.empty() && sid.rfind(sess_part, 0) != 0) continue;
     hits.push_back({sid, pid, p.value("tty", false)});
   }
+  if (hits.empty()) hits = std::move(named);
   if (hits.size() == 1) return hits[0];
   if (hits.empty()) {
     // One that went lately: say when and why (the newest record of that id).
@@ -146,9 +151,13 @@ void write_out(const std::string& bytes) {
   }
 }
 
-constexpr const char* kLsUsage = "usage: uexec ls [--all]\n  The daemon's processes: id, pid, state, tty, exit code, command.\n";
+constexpr const char* kLsUsage =
+    "usage: uexec ls [--all]\n  The daemon's processes: id, name, pid, state, tty, exit code, command. Every command\n"
+    "  that takes an ID also takes a name, or the process part of the ID alone when it is unique.\n";
 constexpr const char* kStartUsage =
-    "usage: uexec start [--tty] [--cwd DIR] [--] CMD [ARG...]\n  Starts CMD in the daemon and prints its ID.\n";
+    "usage: uexec start [--tty] [--cwd DIR] [--name NAME] [--] CMD [ARG...]\n"
+    "  Starts CMD in the daemon and prints its ID. With --name, NAME (1-64 of A-Za-z0-9._-, unique\n"
+    "  among running processes) names it for every other command: uexec logs NAME.\n";
 constexpr const char* kSendUsage = "usage: uexec send ID TEXT [--no-newline]\n  Types TEXT (and Enter) into a process.\n";
 constexpr const char* kKillUsage =
     "usage: uexec kill ID [--signal SIGNAL]\n  Terminates a process (escalating), or sends one signal: INT, TERM, KILL,"
@@ -189,23 +198,40 @@ int cmd_ls(const std::vector<std::string>& args) {
     std::fprintf(stderr, "uexec ls: %s\n", list.error().context.c_str());
     return kExitInternal;
   }
-  std::printf("%-24s %-8s %-8s %-5s %-6s %s\n", "ID", "PID", "STATE", "TTY", "EXIT", "COMMAND");
+  // Columns as wide as their widest entry (a long id or name no longer shifts the rest).
+  struct Row {
+    std::string id, name, pid, state, tty, exit, cmd;
+  };
+  std::vector<Row> rows = {{"ID", "NAME", "PID", "STATE", "TTY", "EXIT", "COMMAND"}};
   for (const auto& p : (*list)["processes"]) {
     if (!all && p.value("clientName", "") == "uexec-cli-probe") continue;
     std::string cmd;
     for (const auto& a : p["argv"]) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
-    std::string id = p["sessionId"].get<std::string>().substr(0, 8) + "/" + p["processId"].get<std::string>();
-    std::string exit = p["exitCode"].is_null() ? "-" : std::to_string(p["exitCode"].get<int>());
-    std::printf("%-24s %-8d %-8s %-5s %-6s %s\n", id.c_str(), p.value("pid", 0), p.value("state", "?").c_str(),
-                p.value("tty", false) ? "yes" : "no", exit.c_str(), cmd.c_str());
+    rows.push_back({p["sessionId"].get<std::string>().substr(0, 8) + "/" + p["processId"].get<std::string>(),
+                    p["name"].is_string() ? p["name"].get<std::string>() : "-", std::to_string(p.value("pid", 0)),
+                    p.value("state", "?"), p.value("tty", false) ? "yes" : "no",
+                    p["exitCode"].is_null() ? "-" : std::to_string(p["exitCode"].get<int>()), cmd});
   }
+  std::size_t w[6] = {};
+  for (const auto& r : rows) {
+    const std::string* fields[6] = {&r.id, &r.name, &r.pid, &r.state, &r.tty, &r.exit};
+    for (std::size_t i = 0; i < 6; ++i) w[i] = std::max(w[i], fields[i]->size());
+  }
+  for (const auto& r : rows)
+    std::printf("%-*s  %-*s  %-*s  %-*s  %-*s  %-*s  %s\n", static_cast<int>(w[0]), r.id.c_str(), static_cast<int>(w[1]),
+                r.name.c_str(), static_cast<int>(w[2]), r.pid.c_str(), static_cast<int>(w[3]), r.state.c_str(),
+                static_cast<int>(w[4]), r.tty.c_str(), static_cast<int>(w[5]), r.exit.c_str(), r.cmd.c_str());
   return 0;
 }
 
 int cmd_start(const std::vector<std::string>& args) {
   bool tty = false;
-  std::string cwd;
+  std::string cwd, name;
   Flags flags(Unmatched::kEndsFlagsUnlessDashed);  // the command starts at its first word (`--` is optional)
+  flags.value({"--name", "-n"}, [&](const std::string& v) {
+    name = v;
+    return Flags::Verdict{};
+  });
   flags.help();
   flags.double_dash_ends_flags();
   flags.on({"--tty", "-t"}, [&] { tty = true; });
@@ -238,12 +264,18 @@ int cmd_start(const std::vector<std::string>& args) {
   }
   if (cwd.empty()) cwd = current_directory();
   std::string pid = fmt::format("p{}", ::getpid());
-  auto r = c->call("process/start", {{"processId", pid}, {"argv", argv}, {"cwd", cwd}, {"env", env}, {"tty", tty},
-                                     {"pipeStdin", !tty}, {"subscribe", false}});
-  if (!r) {
+  json params = {{"processId", pid}, {"argv", argv}, {"cwd", cwd},          {"env", env},
+                 {"tty", tty},       {"pipeStdin", !tty}, {"subscribe", false}};
+  if (!name.empty()) params["name"] = name;
+  auto r = c->call("process/start", params);
+  if (!r && r.error().code == base::Errc::kExecFailed) {
     // The words and exit codes of `uexec run` for the same failure.
     std::fprintf(stderr, "uexec: cannot run '%s': %s\n", argv[0].c_str(), r.error().message().c_str());
     return exit_code_for_spawn_error(r.error());
+  }
+  if (!r) {  // refused before anything ran: a name in use, the process limit, a bad request
+    std::fprintf(stderr, "uexec start: %s\n", r.error().context.c_str());
+    return kExitRefused;
   }
   std::printf("%s/%s\n", c->session_id().substr(0, 8).c_str(), pid.c_str());
   return 0;

@@ -632,6 +632,29 @@ try:
     check("a second start uses that daemon", r.returncode == 0 and "started the daemon" not in r.stderr, r.stderr)
     r = subprocess.run([uexec, "ls"], env=aenv, capture_output=True, timeout=20, text=True)
     check("ls finds the auto-started daemon's process", first_id in r.stdout and "running" in r.stdout, r.stdout)
+    # Names as targets (issue 20: ids only, no names): start --name, then logs/kill by name; ls
+    # shows the name in a column as wide as the widest entry.
+    r = subprocess.run([uexec, "start", "--name", "web", "--", "sh", "-c", "echo serving-$((6*7)); sleep 1000"],
+                       env=aenv, capture_output=True, timeout=30, text=True)
+    check("start --name", r.returncode == 0, r.stderr)
+    r = subprocess.run([uexec, "start", "--name", "web", "--", "true"], env=aenv, capture_output=True, timeout=30, text=True)
+    check("start --name with a name in use: exit 1, saying so", r.returncode == 1 and "name web is used" in r.stderr,
+          f"{r.returncode} {r.stderr}")
+    end = time.time() + 10
+    while time.time() < end:
+        r = subprocess.run([uexec, "logs", "web"], env=aenv, capture_output=True, timeout=20, text=True)
+        if "serving-42" in r.stdout:
+            break
+        time.sleep(0.1)
+    check("logs NAME", "serving-42" in r.stdout, r.stdout + r.stderr)
+    r = subprocess.run([uexec, "ls"], env=aenv, capture_output=True, timeout=20, text=True)
+    lines = r.stdout.splitlines()
+    header = lines[0] if lines else ""
+    row = next((l for l in lines if " web " in l), "")
+    check("ls: a NAME column, aligned with its header",
+          header.split()[:2] == ["ID", "NAME"] and row and row.index(" web ") + 1 == header.index("NAME"), r.stdout)
+    r = subprocess.run([uexec, "kill", "web", "--signal", "KILL"], env=aenv, capture_output=True, timeout=20, text=True)
+    check("kill NAME", r.returncode == 0, r.stderr)
 finally:
     r = subprocess.run([uexec, "stop"], env=aenv, capture_output=True, timeout=30, text=True)
     check("stop ends the auto-started daemon", r.returncode == 0, f"{r.returncode} {r.stderr}")
