@@ -488,7 +488,12 @@ int cmd_attach(const std::vector<std::string>& args) {
     sa.sa_handler = [](int) { g_winch = 1; };
     ::sigaction(SIGWINCH, &sa, nullptr);
     resize();
-    if (is_tty && t->tty) std::fprintf(stderr, "[attached to %s; Ctrl-] detaches]\r\n", args[0].c_str());
+    if (is_tty && t->tty) {
+      std::fprintf(stderr, "[attached to %s; Ctrl-] detaches]\r\n", args[0].c_str());
+      // The repaint below covers that line, so the hint also goes where it stays visible: the
+      // terminal's title (the old one pushed, and popped at the end; xterm's title stack).
+      write_out(fmt::format("\x1b[22;0t\x1b]0;uexec attach {} (Ctrl-] detaches)\x07", args[0]));
+    }
     if (is_tty && !t->tty)
       std::fprintf(stderr, "[attached to %s, which has no terminal: a line goes on Enter; Ctrl-C interrupts it, "
                    "Ctrl-D ends its input, Ctrl-] detaches]\n", args[0].c_str());
@@ -565,7 +570,7 @@ int cmd_attach(const std::vector<std::string>& args) {
     // not over the screen's first rows. (DECRC restores the origin mode too; with the margins
     // reset to the whole screen, either mode addresses the same cells.)
     if (is_tty && t->tty) write_out("\x1b[0m\x1b[?1049l\x1b[?1l\x1b[?2004l\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1004l"
-                                     "\x1b" "7\x1b[?6l\x1b[r\x1b" "8\x1b[?7h\x1b[?25h");
+                                     "\x1b" "7\x1b[?6l\x1b[r\x1b" "8\x1b[?7h\x1b[?25h\x1b[23;0t");
     if (detached) {
       std::fprintf(stderr, "\r\n[detached; the process keeps running]\n");
       return 0;

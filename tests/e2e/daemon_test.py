@@ -187,6 +187,9 @@ try:
     time.sleep(1.0)
     tmux("send-keys", "-t", "attach", "clear; for i in 1 2 3 4 5 6; do echo inner-$i; done", "Enter")
     pane_until(lambda t: "inner-6" in t)
+    title = tmux("display-message", "-p", "-t", "attach", "#{pane_title}").strip()
+    check("attach in tmux: the hint stays visible in the terminal's title (the repaint covers the line)",
+          title == f"uexec attach {pid_id} (Ctrl-] detaches)", title)
     tmux("send-keys", "-t", "attach", "C-]")
     text = pane_until(lambda t: "[detached; the process keeps running]" in t)
     tmux("send-keys", "-t", "attach", "echo after-$((40+2))", "Enter")
