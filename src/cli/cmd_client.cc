@@ -580,14 +580,19 @@ int cmd_attach(const std::vector<std::string>& args) {
   });
 }
 
+// A command that takes no argument: its --help, or the usage for anything else.
+std::optional<int> settle_no_arguments(const std::vector<std::string>& args, const char* cmd, const char* usage) {
+  Flags flags(Unmatched::kRefuse, "argument");
+  flags.help();
+  return settle_parse(flags.parse(args), cmd, usage);
+}
+
 // `uexec stop`: the daemon on the clients' socket ends (as on SIGTERM: its sessions end too).
 int cmd_stop(const std::vector<std::string>& args) {
   constexpr const char* kStopUsage =
       "usage: uexec stop\n  Stops the daemon at $UEXEC_SOCKET (else the default socket) as SIGTERM does (its\n"
       "  sessions end) and waits for it to exit. Exit 1 when none runs there.\n";
-  Flags flags(Unmatched::kRefuse, "argument");
-  flags.help();
-  if (auto done = settle_parse(flags.parse(args), "stop", kStopUsage)) return *done;
+  if (auto done = settle_no_arguments(args, "stop", kStopUsage)) return *done;
   auto pid = DaemonLock::stop(client_socket_path(), std::chrono::seconds(15));
   if (!pid) {
     const bool expected = pid.error().code == base::Errc::kNotFound || pid.error().code == base::Errc::kLimit;
@@ -603,9 +608,7 @@ int cmd_url(const std::vector<std::string>& args) {
   constexpr const char* kUrlUsage =
       "usage: uexec url\n  Prints the web terminal's URL, with its token, of the daemon at $UEXEC_SOCKET (else the\n"
       "  default socket). Exit 1 when none runs there or it serves no page (--no-ws, --no-web).\n";
-  Flags flags(Unmatched::kRefuse, "argument");
-  flags.help();
-  if (auto done = settle_parse(flags.parse(args), "url", kUrlUsage)) return *done;
+  if (auto done = settle_no_arguments(args, "url", kUrlUsage)) return *done;
   const std::string socket = client_socket_path();
   if (DaemonLock::holder(socket) == 0) {
     std::fprintf(stderr, "uexec url: no daemon runs on unix:%s (start one with `uexec serve`)\n", socket.c_str());
