@@ -119,7 +119,7 @@ void AgentService::log_event(SessionEvent e) {
 void AgentService::on_activity(AgentSession& a) {
   std::uint64_t before = 0;
   if (a.input.saw_output(a.session->output().total(), Clock::now(), &before) && a.session->tty())
-    a.cursor_keys.scan(a.session->output(), before);
+    a.modes.scan(a.session->output(), before);
   if (const auto& v = a.session->verdict()) {
     // The session's own timeouts (timeout_ms, idle_timeout_ms) say who ended it.
     if (!a.killed_by && a.session->ended_by()) a.killed_by = a.session->ended_by()->message;
@@ -435,7 +435,7 @@ CallId AgentService::write_stdin(WriteParams p, Reply done) {
   StdinInput input{std::move(p.chars), std::move(keys), p.close_stdin, p.secret};
   c.on_begin = [input = std::move(input), yield, settle](Call& call, AgentSession& view) -> Result<void> {
     if (!input.empty()) {
-      auto delivered = deliver_stdin(*view.session, input, view.cursor_keys.application());
+      auto delivered = deliver_stdin(*view.session, input, view.modes.application());
       if (!delivered) return std::move(delivered).error();
       call.input_delivered = *delivered;
       view.input.saw_input(Clock::now());

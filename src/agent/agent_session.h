@@ -22,7 +22,7 @@
 #include <string>
 
 #include "agent/awaiting_input.h"
-#include "agent/cursor_mode.h"
+#include "agent/output_modes.h"
 #include "loop/timer.h"
 #include "session/output_ring.h"
 #include "session/session.h"
@@ -34,7 +34,7 @@ using WallClock = std::chrono::system_clock;
 
 struct AgentSession {
   AgentSession(loop::Loop& loop, long session_id, session::Session& s, CallId origin_call, Clock::time_point now)
-      : id(session_id), session(&s), origin(origin_call), last_used(now), input(now), grace(loop) {}
+      : id(session_id), session(&s), origin(origin_call), last_used(now), input(now, &modes), grace(loop) {}
 
   // What the Session holds, as the agent tools name it.
   const std::string& cmd() const { return session->argv().back(); }
@@ -48,7 +48,7 @@ struct AgentSession {
   Clock::time_point last_used;      // the last call that got its turn here (LRU pruning)
   InputWatch input;                 // output and input activity, the prompt reported
   session::Offset reader = 0;       // the owner's cursor: a response consumes up to its end
-  CursorKeyMode cursor_keys;        // tty: DECCKM, for named arrow keys
+  OutputModes modes;                // tty: DECCKM (named arrow keys), the alternate screen
   bool counted = false;             // past the grace: counts against max_sessions
   bool ended = false;               // its end was delivered (or it was pruned or replaced)
   bool end_logged = false;          // its end event is in the event log

@@ -5,6 +5,7 @@
 
 #include <regex>
 
+#include "agent/output_modes.h"
 #include "agent/probes.h"
 #include "pty/tty_state.h"
 #include "session/session.h"
@@ -65,6 +66,8 @@ std::optional<AwaitingInput> InputWatch::probe(session::Session& s, Clock::time_
       pid_t fg = ::tcgetpgrp(master);
       if (fg > 0 && pty::group_reading_tty(fg, slave_)) {
         auto modes = pty::tty_modes(master);
+        // A full-screen program reading keys: its last line is a piece of its screen.
+        if (modes && !modes->icanon && modes_ && modes_->alternate_screen()) return AwaitingInput{"screen", "kernel", ""};
         std::string kind = "line";
         if (modes && !modes->icanon) kind = "raw";
         else if (modes && !modes->echo) kind = "password";

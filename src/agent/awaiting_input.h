@@ -8,7 +8,9 @@
 // InputWatch is the per-session half a reader keeps: when output and input last happened, the
 // terminal's device number (looked up once), and whether the current prompt was already
 // reported, so `until: {awaiting_input}` fires once per prompt, not on every call. It reads
-// the session::Session and copies none of its facts. Loop thread only.
+// the session::Session and its OutputModes and copies none of their facts: a program on the
+// alternate screen waiting for keys is kind `screen`, with no prompt (top's last table row is
+// not one). Loop thread only.
 #pragma once
 
 #include <sys/types.h>
@@ -25,10 +27,12 @@ class Session;
 
 namespace uexec::agent {
 
+class OutputModes;
+
 using Clock = std::chrono::steady_clock;
 
 struct AwaitingInput {
-  std::string kind;      // password | line | raw | pipe
+  std::string kind;      // password | line | raw | screen | pipe
   std::string evidence;  // kernel | hint
   std::string prompt;    // the last output line, <= 120 chars
 };
@@ -39,7 +43,8 @@ std::string last_line(std::string_view raw, std::size_t max);
 
 class InputWatch {
  public:
-  explicit InputWatch(Clock::time_point now) : last_output_(now), last_input_(now) {}
+  // `modes`: the session's OutputModes (it outlives this watch), or null for none.
+  InputWatch(Clock::time_point now, const OutputModes* modes) : last_output_(now), last_input_(now), modes_(modes) {}
 
   // The ring's total is now `total`: true, with the previous total in `*before`, when new
   // output arrived (which also makes the next prompt reportable again).
@@ -58,6 +63,7 @@ class InputWatch {
 
  private:
   Clock::time_point last_output_, last_input_;
+  const OutputModes* modes_;  // a full-screen program's last line is no prompt
   std::uint64_t seen_total_ = 0;
   bool reported_ = false;
   dev_t slave_ = 0;  // the terminal's device, for matching readers (0: not looked up yet)

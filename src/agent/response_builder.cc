@@ -131,7 +131,9 @@ Response build_call_response(AgentSession& a, const Call& c, const base::AgentCo
         r.awaiting_input = aw;
         r.state = "awaiting_input";
         a.input.mark_reported();
-        extra.push_back(fmt::format("Waiting for input: {} ({}); prompt: \"{}\"", aw->kind, aw->evidence, aw->prompt));
+        extra.push_back(aw->kind == "screen"
+                            ? fmt::format("Waiting for input: a full-screen program waits for keys ({})", aw->evidence)
+                            : fmt::format("Waiting for input: {} ({}); prompt: \"{}\"", aw->kind, aw->evidence, aw->prompt));
       }
     }
     if (c.yield_capped)

@@ -5,7 +5,7 @@ namespace uexec::rpc {
 using std::chrono::milliseconds;
 
 ProcessWait::ProcessWait(session::Session& s, agent::Until until, session::Seq after_seq, milliseconds timeout)
-    : s_(s), wait_(std::move(until)), input_(agent::Clock::now()) {
+    : s_(s), wait_(std::move(until)), input_(agent::Clock::now(), nullptr) {
   auto now = agent::Clock::now();
   std::uint64_t before = 0;
   input_.saw_output(s.output().total(), now, &before);

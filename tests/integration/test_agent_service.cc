@@ -249,6 +249,28 @@ TEST_CASE("a kill during a long poll makes the poll return at once with the exit
   CHECK(!(*poll)->session_id);
 }
 
+TEST_CASE("a full-screen program waiting for keys is awaiting_input 'screen', with no prompt (top's last row is none)") {
+  AgentFixture f;
+  // On the alternate screen, then a table, then one key read with ICANON off, as top does.
+  auto r = f.exec_cmd(cmd("printf '\\033[?1049h'; printf 'PID USER\\n  1 root\\n  2 last-row'; read -rsn1 k; "
+                          "printf '\\033[?1049l'; echo key:$k",
+                          true, 10000));
+  REQUIRE(r);
+  REQUIRE(r->session_id);
+  CHECK(r->state == "awaiting_input");
+  REQUIRE(r->awaiting_input);
+  CHECK(r->awaiting_input->kind == "screen");
+  CHECK(r->awaiting_input->prompt.empty());
+  CHECK(r->text.find("Waiting for input: a full-screen program waits for keys (kernel)") != std::string::npos);
+  CHECK(r->text.find("last-row\"") == std::string::npos);
+  // The same read off the alternate screen is a raw prompt with its line.
+  auto p = f.exec_cmd(cmd("printf 'Continue? '; read -rsn1 k; echo key:$k", true, 10000));
+  REQUIRE(p);
+  REQUIRE(p->awaiting_input);
+  CHECK(p->awaiting_input->kind == "raw");
+  CHECK(p->awaiting_input->prompt == "Continue? ");
+}
+
 TEST_CASE("a password prompt is detected as awaiting_input from the kernel; secret input is accepted") {
   AgentFixture f;
   auto t0 = std::chrono::steady_clock::now();

@@ -3,14 +3,18 @@
 #include <doctest/doctest.h>
 #include <signal.h>
 
+#include <cstdint>
 #include <regex>
+#include <span>
 
 #include "agent/agent_env.h"
 #include "agent/deltas.h"
 #include "agent/envelope.h"
 #include "agent/keys.h"
+#include "agent/output_modes.h"
 #include "agent/probes.h"
 #include "policy/denial.h"
+#include "session/output_ring.h"
 #include "session/utf8_cut.h"
 
 using namespace uexec;
@@ -335,4 +339,33 @@ TEST_CASE("deltas: a split at every byte offset decodes exactly like one chunk")
       CHECK_MESSAGE(joined == whole, "cut at " << cut << ", max " << max);
     }
   }
+}
+
+TEST_CASE("OutputModes: DECCKM and the alternate screen, in order, across chunk edges, reset by RIS") {
+  session::OutputRing ring(1 << 20);
+  std::uint64_t seq = 1;
+  OutputModes m;
+  auto feed = [&](const std::string& text) {
+    session::Offset from = ring.total();
+    ring.append(seq++, session::Stream::kPty, std::as_bytes(std::span<const char>(text.data(), text.size())));
+    m.scan(ring, from);
+  };
+  feed("plain output");
+  CHECK_FALSE(m.application());
+  CHECK_FALSE(m.alternate_screen());
+  feed("top: \x1b[?10");  // ESC [ ? 1049 h split across two chunks
+  feed("49h\x1b[?1h table");
+  CHECK(m.alternate_screen());
+  CHECK(m.application());
+  feed("\x1b[?1049l\x1b[?1049h\x1b[?1l");  // the last one wins
+  CHECK(m.alternate_screen());
+  CHECK_FALSE(m.application());
+  feed("\x1b[?47l");
+  CHECK_FALSE(m.alternate_screen());
+  feed("\x1b[?1047h\x1b[?1h\x1b" "c");  // RIS resets both
+  CHECK_FALSE(m.alternate_screen());
+  CHECK_FALSE(m.application());
+  feed("\x1b[?2004h\x1b[?12h");  // other modes are not these
+  CHECK_FALSE(m.alternate_screen());
+  CHECK_FALSE(m.application());
 }

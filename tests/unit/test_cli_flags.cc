@@ -2,6 +2,7 @@
 // sandbox and WebSocket listener flags declared on it.
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -172,4 +173,16 @@ TEST_CASE("split_host_port: host without brackets, the default port, bad ports r
   REQUIRE(split_host_port(":9", 1, &host, &port));
   CHECK(host == "127.0.0.1");
   for (const char* bad : {"h:x", "h:65536", "h:123456", "[::1", "[::1]x"}) CHECK_MESSAGE(!split_host_port(bad, 1, &host, &port), bad);
+}
+
+TEST_CASE("parse_duration: ms, s, m, h, d, a bare number of seconds; anything else refused") {
+  using std::chrono::milliseconds;
+  CHECK(parse_duration("250ms") == milliseconds(250));
+  CHECK(parse_duration("30") == milliseconds(30000));
+  CHECK(parse_duration("30s") == milliseconds(30000));
+  CHECK(parse_duration("10m") == milliseconds(600000));
+  CHECK(parse_duration("24h") == milliseconds(86400000));
+  CHECK(parse_duration("7d") == milliseconds(604800000));
+  for (const char* bad : {"", "soon", "-1s", "1.5h", "10 m", "1w", "99999999999d"})
+    CHECK_MESSAGE(!parse_duration(bad), bad);
 }
