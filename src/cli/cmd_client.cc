@@ -105,7 +105,8 @@ std::optional<Target> resolve(rpc::Client& c, const std::string& id) {
   if (hits.size() == 1) return hits[0];
   if (hits.empty()) {
     // One that went lately: say when and why (the newest record of that id).
-    const json ended = list->value("ended", json::array());
+    auto recent = c.call("process/list", {{"all", true}, {"includeEnded", true}});
+    const json ended = recent ? recent->value("ended", json::array()) : json::array();
     for (auto it = ended.rbegin(); it != ended.rend(); ++it) {
       std::string sid = it->value("sessionId", ""), pid = it->value("processId", "");
       if (pid != proc_part || (!sess_part.empty() && sid.rfind(sess_part, 0) != 0)) continue;

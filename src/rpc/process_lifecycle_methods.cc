@@ -303,14 +303,20 @@ void ProcessLifecycleMethods::list(Connection& c, const json& id, const json& pa
       out.push_back(std::move(e));
     }
   }
-  // What went lately (retention, kills, pruning): a client that still shows an id can say
-  // when and why it went. Only what this caller could have listed.
-  json ended = json::array();
-  for (const auto& e : table_.recent_ends())
-    if (all || (me && e.session_id == me->id))
-      ended.push_back({{"sessionId", e.session_id}, {"processId", e.process_id}, {"reason", e.reason},
-                       {"atMs", std::chrono::duration_cast<std::chrono::milliseconds>(e.at.time_since_epoch()).count()}});
-  c.reply(id, {{"processes", out}, {"ended", std::move(ended)}});
+  json reply = {{"processes", std::move(out)}};
+  // On request (includeEnded), what went lately (retention, kills, pruning): a client that
+  // still shows an id can say when and why it went. Only what this caller could have listed.
+  // Not by default: the page polls this list every second, and up to 256 entries would ride
+  // along each time.
+  if (opt_bool(params, "includeEnded").value_or(false)) {
+    json ended = json::array();
+    for (const auto& e : table_.recent_ends())
+      if (all || (me && e.session_id == me->id))
+        ended.push_back({{"sessionId", e.session_id}, {"processId", e.process_id}, {"reason", e.reason},
+                         {"atMs", std::chrono::duration_cast<std::chrono::milliseconds>(e.at.time_since_epoch()).count()}});
+    reply["ended"] = std::move(ended);
+  }
+  c.reply(id, std::move(reply));
 }
 
 }  // namespace uexec::rpc

@@ -256,7 +256,7 @@ TEST_CASE("retention: at the process limit the process that closed first goes (p
   }));
   p.call(7, "process/start", {{"processId", "third"}, {"argv", {"/bin/sleep", "30"}}});
   REQUIRE(p.reply(7).contains("result"));
-  p.call(8, "process/list", json::object());
+  p.call(8, "process/list", {{"includeEnded", true}});
   json l = p.reply(8)["result"];
   std::vector<std::string> ids;
   for (const auto& e : l["processes"]) ids.push_back(e["processId"]);
@@ -272,8 +272,10 @@ TEST_CASE("retention: at the process limit the process that closed first goes (p
   REQUIRE(p.reply(9).contains("result"));
   p.call(10, "process/start", {{"processId", "fifth"}, {"argv", {"/bin/sleep", "30"}}});
   CHECK(kind_of(p.reply(10)) == "limitReached");
-  p.call(11, "process/list", json::object());
+  p.call(11, "process/list", {{"includeEnded", true}});
   CHECK(p.reply(11)["result"]["ended"].size() == 2);
+  p.call(12, "process/list", json::object());
+  CHECK_FALSE(p.reply(12)["result"].contains("ended"));  // only when asked
   for (const char* pid : {"third", "fourth"}) p.call(next++, "process/terminate", {{"processId", pid}, {"graceMs", 0}});
   p.conn.reset();
 }
