@@ -18,8 +18,8 @@
 // Checked:
 //   framing     the lines delivered equal a model of docs/protocol.md §1 over the whole stream
 //               (split on '\n', one trailing '\r' stripped, blank lines ignored, a line over
-//               max_line reported once through on_oversize and dropped, the unterminated end
-//               dropped at EOF), and EOF is seen
+//               max_line reported once through on_oversize and dropped, an unterminated last
+//               line delivered at EOF), and EOF is seen
 //   replies     every message sent is one line of valid UTF-8 and valid JSON, an object with
 //               "jsonrpc":"2.0"; a response has an id and exactly one of result/error; error
 //               codes are the JSON-RPC ones the protocol uses
@@ -69,7 +69,7 @@ Framing model_framing(std::string_view s, std::size_t max_line) {
     std::string_view seg = s.substr(pos, nl == std::string_view::npos ? std::string_view::npos : nl - pos);
     if (seg.size() > max_line) {
       ++f.oversize;
-    } else if (nl != std::string_view::npos) {
+    } else {  // a last line without its newline is delivered at EOF too
       std::string line(seg);
       if (!line.empty() && line.back() == '\r') line.pop_back();
       if (!line.empty()) f.lines.push_back(std::move(line));
