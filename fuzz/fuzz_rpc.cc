@@ -26,7 +26,8 @@
 //   accounting  each input line gets what docs/protocol.md §1/§6 says: one error (id -1 native,
 //               null MCP) for unparsable or non-object input (a message nested deeper than
 //               rpc::kMaxJsonDepth counts as unparsable: json_depth.h) or a bad envelope, nothing for a
-//               notification or a stray response, exactly one response echoing the id for a
+//               notification or a stray response (a result or an error), one error for a message with
+//               neither a method nor a result or error, exactly one response echoing the id for a
 //               request (nothing here waits: no process can exist)
 //   results     exec/* and tools/call answer with a CallToolResult
 //   no spawn    the process manager is empty afterwards
@@ -102,16 +103,18 @@ Expect expect_for(const json& msg, bool mcp) {
   const json& raw_id = msg.contains("id") ? msg["id"] : kNull;
   bool valid_id = raw_id.is_string() || raw_id.is_number_integer() || (mcp && raw_id.is_null());
   json id = valid_id ? raw_id : json();
+  // Without a method, only a result or an error makes it a (stray) response; anything else is answered.
+  bool stray_response = msg.contains("result") || msg.contains("error");
   if (mcp) {
     if (!msg.contains("jsonrpc") || msg["jsonrpc"] != "2.0") return envelope_error(valid_id ? id : json());
     if (!valid_id) return envelope_error(json());
-    if (!msg.contains("method")) return e;
+    if (!msg.contains("method")) return stray_response ? e : envelope_error(id);
     if (!msg["method"].is_string()) return envelope_error(id);
     if (msg.contains("params") && !msg["params"].is_object() && !msg["params"].is_array()) return envelope_error(id);
     if (!msg.contains("id")) return e;
   } else {
     if (msg.contains("jsonrpc") && msg["jsonrpc"] != "2.0") return envelope_error(valid_id ? id : json(-1));
-    if (!msg.contains("method")) return e;
+    if (!msg.contains("method")) return stray_response ? e : envelope_error(valid_id ? id : json(-1));
     if (!msg["method"].is_string()) return envelope_error(valid_id ? id : json(-1));
     if (!msg.contains("id")) return e;
     if (!valid_id) return envelope_error(json(-1));
