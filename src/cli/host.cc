@@ -2,6 +2,7 @@
 #include "cli/host.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 
@@ -34,8 +35,15 @@ Host::Host(const HostOptions& options, const base::Config& cfg)
   exec_ = std::make_unique<agent::AgentService>(*pm_, env_, cwd_);
   if (options.sandbox && options.sandbox->profile)
     exec_->set_default_sandbox(*options.sandbox->profile, options.sandbox->backend, options.sandbox->approval);
-  if (options.exec_server)
-    server_ = std::make_unique<rpc::ExecServer>(*pm_, exec_.get(), env_, cwd_, *options.exec_server);
+  if (options.exec_server) {
+    rpc::ExecServerOptions server_options = *options.exec_server;
+    // The CLI's servers serve files; sandboxed calls run this very binary as `uexec fs-helper`.
+    server_options.file_system = true;
+    char self[4096];
+    ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) server_options.fs_helper.assign(self, static_cast<std::size_t>(n));
+    server_ = std::make_unique<rpc::ExecServer>(*pm_, exec_.get(), env_, cwd_, server_options);
+  }
 }
 
 Host::~Host() { teardown(); }

@@ -91,6 +91,7 @@ int main(int argc, char** argv) {
   if (cmd == "mcp") return uexec::cli::cmd_mcp(args);
   if (cmd == "exec-server") return uexec::cli::cmd_exec_server(args);
   if (cmd == "serve") return uexec::cli::cmd_serve(args);
+  if (cmd == "fs-helper") return uexec::cli::cmd_fs_helper(args);
   if (cmd == "ls" || cmd == "start" || cmd == "send" || cmd == "kill" || cmd == "logs" || cmd == "attach" ||
       cmd == "stop" || cmd == "url")
     return uexec::cli::cmd_client(cmd, args);

@@ -9,6 +9,7 @@ namespace uexec::rpc {
 using nlohmann::json;
 
 Connection::~Connection() {
+  *alive_ = false;
   server_.pm_.freed(session::ProcessManager::kSessionOverheadBytes + (peer_.queued ? peer_.queued() : 0));
   auto pending = std::move(exec_calls_);
   for (auto cid : pending) server_.exec_methods_.cancel(cid);

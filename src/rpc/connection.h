@@ -75,6 +75,8 @@ class Connection {
   // exec/* calls still waiting: cancelled if the connection goes first (their replies would
   // otherwise reach a destroyed connection).
   std::set<agent::CallId>& exec_calls() noexcept { return exec_calls_; }
+  // True until the connection is destroyed: for replies that come back later (fs_methods.h).
+  std::shared_ptr<const bool> liveness() const { return alive_; }
 
  private:
   friend class ExecServer;
@@ -92,6 +94,7 @@ class Connection {
   std::unique_ptr<loop::Timer> stall_;
   std::set<agent::CallId> exec_calls_;
   std::string client_name_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace uexec::rpc

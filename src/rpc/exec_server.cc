@@ -22,6 +22,7 @@ ExecServer::ExecServer(session::ProcessManager& pm, agent::AgentService* exec, s
       control_(table_),
       output_(table_, opts_),
       exec_methods_(exec, pm, table_, approvals_),
+      fs_(pm, opts_, env_, cwd_),
       methods_(method_table()) {
   session_methods_.set_method_table(methods_);
   table_.on_change = [this](ProtocolProcess& p) { on_process_change(p); };
@@ -48,6 +49,9 @@ MethodTable ExecServer::method_table() {
   auto bind = [](auto& family, auto fn) {
     return [&family, fn](Connection& c, const nlohmann::json& id, const nlohmann::json& p) { (family.*fn)(c, id, p); };
   };
+  auto fs = [this](const char* method) {
+    return [this, method](Connection& c, const nlohmann::json& id, const nlohmann::json& p) { fs_.call(c, id, method, p); };
+  };
   return MethodTable({
       M{"initialize", G::kNone, L::kCodex, bind(session_methods_, &SessionMethods::initialize)},
       M{"process/start", G::kInitialized, L::kCodex, bind(lifecycle_, &ProcessLifecycleMethods::start)},
@@ -57,6 +61,14 @@ MethodTable ExecServer::method_table() {
       M{"process/terminate", G::kInitialized, L::kCodex, bind(control_, &ProcessControlMethods::terminate)},
       M{"environment/info", G::kInitialized, L::kCodex, bind(session_methods_, &SessionMethods::environment_info)},
       M{"environment/status", G::kInitializedStatus, L::kCodex, bind(session_methods_, &SessionMethods::environment_status)},
+      M{"fs/getMetadata", G::kInitialized, L::kCodex, fs("fs/getMetadata")},
+      M{"fs/readFile", G::kInitialized, L::kCodex, fs("fs/readFile")},
+      M{"fs/writeFile", G::kInitialized, L::kCodex, fs("fs/writeFile")},
+      M{"fs/createDirectory", G::kInitialized, L::kCodex, fs("fs/createDirectory")},
+      M{"fs/remove", G::kInitialized, L::kCodex, fs("fs/remove")},
+      M{"fs/readDirectory", G::kInitialized, L::kCodex, fs("fs/readDirectory")},
+      M{"fs/copy", G::kInitialized, L::kCodex, fs("fs/copy")},
+      M{"fs/canonicalize", G::kInitialized, L::kCodex, fs("fs/canonicalize")},
       M{"process/resize", G::kInitialized, L::kExtension, bind(control_, &ProcessControlMethods::resize)},
       M{"process/closeStdin", G::kInitialized, L::kExtension, bind(control_, &ProcessControlMethods::close_stdin)},
       M{"process/list", G::kInitialized, L::kExtension, bind(lifecycle_, &ProcessLifecycleMethods::list)},

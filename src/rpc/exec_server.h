@@ -13,6 +13,7 @@
 //       SessionMethods (initialize, environment/*)   ProcessLifecycleMethods (start, list)
 //       ProcessControlMethods (write, signal, ...)   ProcessOutputMethods (read, wait, snapshot)
 //       SharingMethods (subscribe, grant)            ExecMethods (exec/*)
+//       FsMethods (fs/*: files, on the thread pool or in a sandboxed helper)
 //   ProcessTable: protocol sessions, their processes, tombstones, retention
 //   OutputPump: output and ending notifications to subscribers, flow control, read replay
 //   ApprovalBroker: approval/request to clients
@@ -40,6 +41,7 @@
 #include "rpc/connection.h"
 #include "rpc/exec_methods.h"
 #include "rpc/exec_server_options.h"
+#include "rpc/fs_methods.h"
 #include "rpc/method_table.h"
 #include "rpc/output_pump.h"
 #include "rpc/process_control_methods.h"
@@ -91,6 +93,7 @@ class ExecServer {
   ProcessControlMethods control_;
   ProcessOutputMethods output_;
   ExecMethods exec_methods_;
+  FsMethods fs_;
   const MethodTable methods_;
   std::function<void()> shutdown_done_;
   std::chrono::steady_clock::time_point shutdown_deadline_{};

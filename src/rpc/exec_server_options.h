@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <string>
 
 namespace uexec::rpc {
 
@@ -21,6 +22,10 @@ struct ExecServerOptions {
   std::size_t max_waits = 1024;                       // pending long polls per connection
   std::chrono::milliseconds stall_timeout{60000};     // stallTimeoutMs; 0: never close
   std::chrono::milliseconds approval_timeout{600000};  // approvalTimeoutMs: then denied
+  // fs/* (fs_methods.h): served only when set (a fuzzer or a test that must not touch files
+  // leaves it off); sandboxed calls run `<fs_helper> fs-helper` (the uexec binary).
+  bool file_system = false;
+  std::string fs_helper;
 };
 
 }  // namespace uexec::rpc

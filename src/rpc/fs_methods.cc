@@ -1,0 +1,247 @@
+#include "rpc/fs_methods.h"
+
+#include <uv.h>
+
+#include <cstring>
+#include <functional>
+
+#include "base/log.h"
+#include "rpc/file_uri.h"
+#include "rpc/fs_ops.h"
+#include "rpc/json_rpc.h"
+#include "rpc/request_params.h"
+#include "rpc/sandbox_params.h"
+
+namespace uexec::rpc {
+
+using nlohmann::json;
+
+// One call on its way: who asked, the operation, and (sandboxed) its helper's output so far.
+struct FsMethods::Call {
+  Connection* conn = nullptr;
+  std::shared_ptr<const bool> conn_alive;  // false once the connection is gone
+  json id;
+  json op;
+  bool canonical_path = false;  // fs/canonicalize: the result's path becomes a URI
+  bool sandboxed = false;
+  // Sandboxed only.
+  std::string session_id;
+  std::unique_ptr<session::Subscription> subscription;
+  session::Offset cursor = 0;
+  std::string out, err;
+  bool overflow = false;  // it printed more than an answer can be
+  bool done = false;
+};
+
+namespace {
+
+constexpr std::size_t kHelperStderrBytes = 4096;
+// What a helper may print: a readFile answer at the limit, in base64, and its envelope.
+constexpr std::size_t kHelperOutputBytes = kReadFileMaxBytes / 3 * 4 + (1u << 20);
+constexpr std::chrono::minutes kHelperTimeout{10};
+
+std::string native_path(const json& params, const char* field) {
+  std::string raw = need_string(params, field);
+  if (raw.find('\0') != std::string::npos) throw invalid_param(field, std::string(field) + " must not contain a NUL byte");
+  auto path = path_from_uri(raw);
+  if (!path || path->empty() || path->front() != '/' || path->find('\0') != std::string::npos)
+    throw invalid_param(field, std::string(field) + " must be a file:// URI or an absolute path");
+  return *path;
+}
+
+void copy_bool(const json& params, json& op, const char* field) {
+  if (auto v = opt_bool(params, field)) op[field] = *v;
+}
+
+// The operation for perform_fs_op: the params with native paths (fs_ops.h).
+json decode_op(const std::string& method, const json& params) {
+  json op = {{"method", method}};
+  if (method == "fs/copy") {
+    op["sourcePath"] = native_path(params, "sourcePath");
+    op["destinationPath"] = native_path(params, "destinationPath");
+    auto recursive = opt_bool(params, "recursive");
+    if (!recursive) throw invalid_param("recursive", "missing field `recursive`");
+    op["recursive"] = *recursive;
+    return op;
+  }
+  op["path"] = native_path(params, "path");
+  if (method == "fs/writeFile") op["dataBase64"] = need_string(params, "dataBase64");
+  if (method == "fs/createDirectory" || method == "fs/remove") copy_bool(params, op, "recursive");
+  if (method == "fs/remove") copy_bool(params, op, "force");
+  if (method != "fs/readDirectory" && method != "fs/canonicalize") copy_bool(params, op, "followSymlinks");
+  return op;
+}
+
+bool sandbox_refusal(int err) { return err == EACCES || err == EPERM || err == EROFS; }
+
+}  // namespace
+
+FsMethods::FsMethods(session::ProcessManager& pm, const ExecServerOptions& options,
+                     const std::vector<std::string>& server_env, const std::string& cwd)
+    : pm_(pm), opts_(options), env_(server_env), cwd_(cwd), sweep_(pm.loop(), loop::Timer::kRealTime) {}
+
+FsMethods::~FsMethods() {
+  *alive_ = false;
+  for (auto& [n, call] : helpers_) {
+    call->subscription.reset();
+    pm_.remove(call->session_id);
+  }
+}
+
+void FsMethods::call(Connection& c, const json& id, const std::string& method, const json& params) {
+  if (!opts_.file_system)
+    return c.error(id, kMethodNotFound, "method not found: " + method + " (this server does not serve files)",
+                   {{"kind", "methodNotFound"}, {"method", method}});
+  auto call = std::make_unique<Call>();
+  call->conn = &c;
+  call->conn_alive = c.liveness();
+  call->id = id;
+  call->op = decode_op(method, params);
+  call->canonical_path = method == "fs/canonicalize";
+  if (in_flight_ >= kMaxCallsInFlight)
+    return c.error(id, kInternalError, fmt::format("{} file operations are running; try again", in_flight_),
+                   {{"kind", "limitReached"}, {"limit", "fsCalls"}, {"max", kMaxCallsInFlight}});
+  if (!params.contains("sandbox")) return run_on_thread_pool(std::move(call));
+  auto unavailable = [&](const base::Error& e) {
+    return c.error(id, kInternalError, "sandbox unavailable: " + e.context,
+                   {{"kind", "sandboxUnavailable"}, {"reason", e.context.substr(0, e.context.find(':'))}});
+  };
+  auto sb = parse_sandbox_param(params["sandbox"], cwd_);
+  if (!sb) {
+    if (sb.error().code == base::Errc::kPolicy) return unavailable(sb.error());
+    throw invalid_param("sandbox", sb.error().context);
+  }
+  if (!*sb) return run_on_thread_pool(std::move(call));
+  auto attempt = policy::SandboxAttempt::select((*sb)->profile, (*sb)->backend);
+  if (!attempt) return unavailable(attempt.error());
+  if (opts_.fs_helper.empty())
+    return c.error(id, kInternalError, "sandboxed file operations need uexec's fs-helper, which this server lacks",
+                   {{"kind", "sandboxUnavailable"}, {"reason", "no fs-helper"}});
+  call->sandboxed = true;
+  run_in_sandbox(std::move(call), *attempt, (*sb)->policy_cwd.empty() ? cwd_ : (*sb)->policy_cwd);
+}
+
+void FsMethods::run_on_thread_pool(std::unique_ptr<Call> call) {
+  struct Job {
+    uv_work_t req{};
+    FsMethods* self;
+    std::shared_ptr<const bool> self_alive;
+    std::unique_ptr<Call> call;
+    json outcome;
+  };
+  auto* job = new Job{{}, this, alive_, std::move(call), nullptr};
+  job->req.data = job;
+  auto work = [](uv_work_t* r) {
+    auto* j = static_cast<Job*>(r->data);
+    j->outcome = perform_fs_op(j->call->op);
+  };
+  auto after = [](uv_work_t* r, int status) {
+    std::unique_ptr<Job> j(static_cast<Job*>(r->data));
+    if (!*j->self_alive) return;
+    --j->self->in_flight_;
+    if (status != 0) j->outcome = {{"error", {{"code", kInternalError}, {"message", "the file operation was cancelled"}}}};
+    j->self->finish(*j->call, std::move(j->outcome));
+  };
+  ++in_flight_;
+  if (int rc = uv_queue_work(pm_.loop().get(), &job->req, work, after); rc != 0) {
+    --in_flight_;
+    std::unique_ptr<Job> j(job);
+    finish(*j->call, {{"error", {{"code", kInternalError}, {"message", std::string("uv_queue_work: ") + uv_strerror(rc)}}}});
+  }
+}
+
+void FsMethods::run_in_sandbox(std::unique_ptr<Call> call, const policy::SandboxAttempt& attempt, const std::string& cwd) {
+  std::uint64_t n = next_helper_++;
+  policy::ExecRequest req;
+  req.argv = {opts_.fs_helper, "fs-helper"};
+  req.env = env_;
+  req.cwd = cwd;
+  req.stdin_pipe = true;
+  req.id = fmt::format("fs-helper/{}", n);
+  req.limits.retain_bytes = kHelperOutputBytes;
+  req.limits.wall_timeout = kHelperTimeout;
+  auto started = pm_.start(req, attempt);
+  if (!started)
+    return finish(*call, {{"error",
+                           {{"code", kInternalError},
+                            {"message", "the sandboxed file helper did not start: " + started.error().message()}}}});
+  session::Session& s = *pm_.find(*started);
+  call->session_id = *started;
+  // The operation, then EOF: the helper reads its stdin to the end.
+  if (!s.write(call->op.dump()) || !s.close_stdin()) {
+    pm_.remove(*started);
+    return finish(*call, {{"error", {{"code", kInternalError}, {"message", "the sandboxed file helper took no input"}}}});
+  }
+  call->op = nullptr;  // a writeFile's data is the helper's now
+  call->subscription = s.output().subscribe([this, n] { on_helper_output(n); });
+  ++in_flight_;
+  helpers_.emplace(n, std::move(call));
+  on_helper_output(n);  // it may have finished already
+}
+
+void FsMethods::on_helper_output(std::uint64_t n) {
+  auto it = helpers_.find(n);
+  if (it == helpers_.end() || it->second->done) return;
+  Call& call = *it->second;
+  session::Session* s = pm_.find(call.session_id);
+  if (!s) return;
+  auto read = s->output().read_from(call.cursor, SIZE_MAX);
+  call.cursor = read.next;
+  bool overflow = call.overflow || read.gap > 0;
+  for (const auto& piece : read.pieces) {
+    bool to_err = piece.stream == pty::Stream::kStderr;
+    std::string& to = to_err ? call.err : call.out;
+    std::size_t cap = to_err ? kHelperStderrBytes : kHelperOutputBytes;
+    std::size_t room = cap - std::min(cap, to.size());
+    if (!to_err && piece.bytes.size() > room) overflow = true;
+    to.append(reinterpret_cast<const char*>(piece.bytes.data()), std::min(piece.bytes.size(), room));
+  }
+  call.overflow = overflow;
+  if (!s->finished()) return;
+  call.done = true;
+  --in_flight_;
+  call.subscription.reset();
+  json outcome = overflow ? json() : json::parse(call.out, nullptr, false);
+  if (!outcome.is_object() || !(outcome.contains("result") || outcome.contains("error"))) {
+    std::string why = s->verdict() ? s->verdict()->status.describe() : "no verdict";
+    std::string err = call.err.substr(0, call.err.find('\n'));
+    outcome = {{"error",
+                {{"code", kInternalError},
+                 {"message", fmt::format("the sandboxed file helper failed ({}){}{}", why, err.empty() ? "" : ": ", err)}}}};
+  }
+  finish(call, std::move(outcome));
+  sweep_.start(std::chrono::milliseconds{0}, [this] { sweep(); });
+}
+
+void FsMethods::sweep() {
+  for (auto it = helpers_.begin(); it != helpers_.end();) {
+    if (!it->second->done) {
+      ++it;
+      continue;
+    }
+    pm_.remove(it->second->session_id);
+    it = helpers_.erase(it);
+  }
+}
+
+void FsMethods::finish(Call& call, json outcome) {
+  if (!*call.conn_alive) return;
+  Connection& c = *call.conn;
+  if (outcome.contains("error")) {
+    const json& e = outcome["error"];
+    json data = {{"kind", "fsError"}};
+    int err = e.value("errno", 0);
+    if (err) {
+      const char* name = ::strerrorname_np(err);
+      data["errno"] = name ? name : std::to_string(err);
+    }
+    if (call.sandboxed && sandbox_refusal(err)) data["kind"] = "sandboxDenied";
+    return c.error(call.id, e.value("code", kInternalError), e.value("message", "file operation failed"), std::move(data));
+  }
+  json result = std::move(outcome["result"]);
+  if (call.canonical_path && result.contains("path") && result["path"].is_string())
+    result["path"] = file_uri(result["path"].get<std::string>());
+  c.reply(call.id, std::move(result));
+}
+
+}  // namespace uexec::rpc
