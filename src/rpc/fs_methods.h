@@ -1,4 +1,4 @@
-// fs_methods.h: the fs/* method family (docs/protocol.md §5): the file operations a client
+// fs_methods.h: the fs/* method family (docs/protocol.md §3.9): the file operations a client
 // that uses uexec as its whole execution environment needs (Codex's remote environments
 // read AGENTS.md, find .git and apply patches through them).
 //

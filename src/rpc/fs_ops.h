@@ -1,4 +1,4 @@
-// fs_ops.h: the file operations behind the fs/* methods (docs/protocol.md §5), as Codex's
+// fs_ops.h: the file operations behind the fs/* methods (docs/protocol.md §3.9), as Codex's
 // exec-server 0.169.0 performs them, on native absolute paths.
 //
 // One operation in, one outcome out, both JSON: the operation is the method's params with

@@ -6,7 +6,7 @@ Usage: codex_conformance.py SERVER_ARGV...
        codex_conformance.py node_modules/.bin/codex exec-server --listen stdio
 
 Speaks only the Codex exec-server 0.169.0 subset (initialize, initialized, process/*, environment/info,
-environment/status) over NDJSON on the server's stdin/stdout and checks only behaviour that uexec and Codex share
+environment/status, fs/*) over NDJSON on the server's stdin/stdout and checks only behaviour that uexec and Codex share
 (docs/protocol.md §3 minus the deliberate differences of §3.8). Extra result members are accepted.
 Responses are matched by id, because a server may put notifications between responses or answer out of order.
 
@@ -718,6 +718,134 @@ def test_errors(srv):
         check(st.get("status") == "ready", f"{n}: status ready after bad input", short(st))
 
 
+def test_files(srv):
+    """fs/* (docs/protocol.md §3.9): shapes and error codes both servers share, in a scratch tree."""
+    n = "files"
+    top = tempfile.mkdtemp(prefix="conformance-fs-")
+    try:
+        _files_in(srv, n, top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _files_in(srv, n, top):
+    def u(rel=""):
+        return file_uri(top + rel)
+
+    def call(method, **params):
+        return srv.request(method, params)
+
+    with open(top + "/file.txt", "wb") as f:
+        f.write(b"hello\n")
+    os.mkdir(top + "/dir")
+    with open(top + "/dir/a.txt", "wb") as f:
+        f.write(b"a")
+    os.symlink("file.txt", top + "/link")
+    os.symlink("nowhere", top + "/dangling")
+    os.symlink("dir", top + "/dirlink")
+
+    md = result_of(f"{n}: getMetadata file", call("fs/getMetadata", path=u("/file.txt")))
+    if md is not None:
+        check(md.get("isFile") is True and md.get("isDirectory") is False and md.get("isSymlink") is False
+              and md.get("size") == 6 and isinstance(md.get("modifiedAtMs"), int) and md.get("createdAtMs") == 0,
+              f"{n}: getMetadata file shape", short(md))
+    md = result_of(f"{n}: getMetadata link", call("fs/getMetadata", path=u("/link")))
+    if md is not None:
+        check(md.get("isFile") is True and md.get("isSymlink") is True, f"{n}: a link describes its target", short(md))
+    md = result_of(f"{n}: getMetadata dir", call("fs/getMetadata", path=u("/dir")))
+    if md is not None:
+        check(md.get("isDirectory") is True and md.get("isFile") is False, f"{n}: getMetadata dir shape", short(md))
+    expect_error(f"{n}: getMetadata missing", call("fs/getMetadata", path=u("/missing")), -32004,
+                 message="No such file or directory (os error 2)")
+    expect_error(f"{n}: getMetadata dangling link", call("fs/getMetadata", path=u("/dangling")), -32004)
+    expect_error(f"{n}: getMetadata through a file", call("fs/getMetadata", path=u("/file.txt/x")), -32603,
+                 message="Not a directory (os error 20)")
+    expect_error(f"{n}: relative path", call("fs/getMetadata", path="file.txt"), -32602)
+
+    rf = result_of(f"{n}: readFile", call("fs/readFile", path=u("/file.txt")))
+    if rf is not None:
+        check(unb64(rf.get("dataBase64", "")) == b"hello\n", f"{n}: readFile bytes", short(rf))
+    rf = result_of(f"{n}: readFile through a link", call("fs/readFile", path=u("/link")))
+    if rf is not None:
+        check(unb64(rf.get("dataBase64", "")) == b"hello\n", f"{n}: readFile follows the link", short(rf))
+    expect_error(f"{n}: readFile of a directory", call("fs/readFile", path=u("/dir")), -32600,
+                 message=f"path `{top}/dir` is not a file")
+    expect_error(f"{n}: readFile missing", call("fs/readFile", path=u("/missing")), -32004)
+
+    data = bytes(range(256)) * 3
+    result_of(f"{n}: writeFile new", call("fs/writeFile", path=u("/new.bin"), dataBase64=b64(data)))
+    check(open(top + "/new.bin", "rb").read() == data, f"{n}: writeFile wrote the bytes")
+    result_of(f"{n}: writeFile overwrite", call("fs/writeFile", path=u("/new.bin"), dataBase64=b64(b"x")))
+    check(open(top + "/new.bin", "rb").read() == b"x", f"{n}: writeFile truncates")
+    expect_error(f"{n}: writeFile missing parent", call("fs/writeFile", path=u("/nodir/x"), dataBase64="YQ=="), -32004)
+    expect_error(f"{n}: writeFile onto a directory", call("fs/writeFile", path=u("/dir"), dataBase64="YQ=="), -32603,
+                 message="Is a directory (os error 21)")
+    expect_error(f"{n}: writeFile bad base64", call("fs/writeFile", path=u("/b"), dataBase64="Y"), -32600,
+                 prefix="fs/writeFile requires valid base64 dataBase64")
+
+    result_of(f"{n}: createDirectory recursive by default", call("fs/createDirectory", path=u("/a/b/c")))
+    check(os.path.isdir(top + "/a/b/c"), f"{n}: the parents exist")
+    result_of(f"{n}: createDirectory existing", call("fs/createDirectory", path=u("/a/b/c")))
+    expect_error(f"{n}: createDirectory existing, not recursive",
+                 call("fs/createDirectory", path=u("/a"), recursive=False), -32603, message="File exists (os error 17)")
+    expect_error(f"{n}: createDirectory missing parent, not recursive",
+                 call("fs/createDirectory", path=u("/x/y"), recursive=False), -32004)
+    expect_error(f"{n}: createDirectory through a file", call("fs/createDirectory", path=u("/file.txt/sub")), -32603,
+                 message="Not a directory (os error 20)")
+
+    rd = result_of(f"{n}: readDirectory", call("fs/readDirectory", path=u("")))
+    if rd is not None:
+        got = {e.get("fileName"): (e.get("isDirectory"), e.get("isFile")) for e in rd.get("entries", [])}
+        want = {"file.txt": (False, True), "dir": (True, False), "link": (False, True), "dirlink": (True, False),
+                "new.bin": (False, True), "a": (True, False)}
+        check(got == want, f"{n}: readDirectory entries (links by their target, dangling left out)", short(rd))
+    expect_error(f"{n}: readDirectory of a file", call("fs/readDirectory", path=u("/file.txt")), -32603)
+
+    result_of(f"{n}: copy a tree", call("fs/copy", sourcePath=u("/dir"), destinationPath=u("/dir2"), recursive=True))
+    check(open(top + "/dir2/a.txt", "rb").read() == b"a", f"{n}: copy copied the tree")
+    result_of(f"{n}: copy a link", call("fs/copy", sourcePath=u("/link"), destinationPath=u("/link2"), recursive=False))
+    check(os.path.islink(top + "/link2") and os.readlink(top + "/link2") == "file.txt", f"{n}: a link is copied as a link")
+    expect_error(f"{n}: copy a directory without recursive",
+                 call("fs/copy", sourcePath=u("/dir"), destinationPath=u("/dir3"), recursive=False), -32600,
+                 message="fs/copy requires recursive: true when sourcePath is a directory")
+    expect_error(f"{n}: copy into itself",
+                 call("fs/copy", sourcePath=u("/a"), destinationPath=u("/a/b/x"), recursive=True), -32600,
+                 message="fs/copy cannot copy a directory to itself or one of its descendants")
+    expect_error(f"{n}: copy without recursive", call("fs/copy", sourcePath=u("/a"), destinationPath=u("/a3")), -32602,
+                 contains="recursive")
+
+    cn = result_of(f"{n}: canonicalize", call("fs/canonicalize", path=u("/dirlink/../link")))
+    if cn is not None:
+        check(cn.get("path") == u("/file.txt"), f"{n}: canonicalize resolves links and dots", short(cn))
+    expect_error(f"{n}: canonicalize missing", call("fs/canonicalize", path=u("/missing/x")), -32004)
+
+    result_of(f"{n}: remove a link to a directory", call("fs/remove", path=u("/dirlink")))
+    check(not os.path.lexists(top + "/dirlink") and os.path.isdir(top + "/dir"), f"{n}: only the link went")
+    expect_error(f"{n}: remove a non-empty directory, not recursive",
+                 call("fs/remove", path=u("/a"), recursive=False), -32603, message="Directory not empty (os error 39)")
+    result_of(f"{n}: remove a tree (recursive by default)", call("fs/remove", path=u("/a")))
+    check(not os.path.exists(top + "/a"), f"{n}: the tree is gone")
+    result_of(f"{n}: remove missing (force by default)", call("fs/remove", path=u("/missing")))
+    expect_error(f"{n}: remove missing without force", call("fs/remove", path=u("/missing"), force=False), -32004)
+
+    # A sandboxed call meets the sandbox: root readable, one directory writable.
+    sandbox = {"permissions": {"type": "managed", "network": "restricted",
+                               "file_system": {"type": "restricted", "entries": [
+                                   {"path": {"type": "special", "value": {"kind": "root"}}, "access": "read"},
+                                   {"path": {"type": "path", "path": u("/dir")}, "access": "write"}]}},
+               "cwd": u(), "windowsSandboxLevel": "disabled"}
+    rf = result_of(f"{n}: sandboxed readFile", srv.request("fs/readFile", {"path": u("/file.txt"), "sandbox": sandbox},
+                                                          timeout=15))
+    if rf is not None:
+        check(unb64(rf.get("dataBase64", "")) == b"hello\n", f"{n}: sandboxed readFile bytes", short(rf))
+    result_of(f"{n}: sandboxed write inside the writable root",
+              srv.request("fs/writeFile", {"path": u("/dir/in.txt"), "dataBase64": "aW4=", "sandbox": sandbox}, timeout=15))
+    check(os.path.exists(top + "/dir/in.txt"), f"{n}: the sandboxed write landed")
+    r = srv.request("fs/writeFile", {"path": u("/out.txt"), "dataBase64": "b3V0", "sandbox": sandbox}, timeout=15)
+    check(r is not None and "error" in r, f"{n}: a sandboxed write outside the roots is refused", short(r))
+    check(not os.path.exists(top + "/out.txt"), f"{n}: and nothing was written")
+
+
 def test_stdin_eof(srv):
     n = "eof"
     pid = "eof-sleep"
@@ -766,7 +894,7 @@ def main(argv):
         print(f"conformance: {passed} passed, {failed} failed", flush=True)
         return 1
     sections = [test_handshake, test_environment, test_pipes_and_read, test_max_bytes, test_long_poll, test_write,
-                test_signal_terminate, test_env_cwd, test_tty, test_errors]
+                test_signal_terminate, test_env_cwd, test_tty, test_errors, test_files]
     init_info = None
     try:
         for fn in sections:
