@@ -161,10 +161,13 @@ void FsMethods::run_in_sandbox(std::unique_ptr<Call> call, const policy::Sandbox
   req.limits.retain_bytes = kHelperOutputBytes;
   req.limits.wall_timeout = kHelperTimeout;
   auto started = pm_.start(req, attempt);
-  if (!started)
-    return finish(*call, {{"error",
-                           {{"code", kInternalError},
-                            {"message", "the sandboxed file helper did not start: " + started.error().message()}}}});
+  if (!started) {
+    const base::Error& e = started.error();
+    if (e.code == base::Errc::kPolicy)  // the backend cannot express the policy: refused, never weakened
+      return call->conn->error(call->id, kInternalError, "sandbox unavailable: " + e.context,
+                               {{"kind", "sandboxUnavailable"}, {"reason", e.context.substr(0, e.context.find(':'))}});
+    return finish(*call, {{"error", {{"code", kInternalError}, {"message", "the sandboxed file helper did not start: " + e.message()}}}});
+  }
   session::Session& s = *pm_.find(*started);
   call->session_id = *started;
   // The operation, then EOF: the helper reads its stdin to the end.
