@@ -114,7 +114,7 @@ void ExecServer::shutdown(bool kill_now, std::function<void()> done) {
 
 void ExecServer::check_shutdown() {
   if (!shutdown_done_) return;
-  bool all = true;
+  bool all = fs_.idle();
   for (auto& [sid, s] : table_.sessions())
     for (auto& [pid, p] : s->processes)
       if (!p->session.finished()) all = false;

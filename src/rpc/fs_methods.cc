@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "base/log.h"
 #include "rpc/file_uri.h"
@@ -23,6 +24,10 @@ struct FsMethods::Call {
   json id;
   json op;
   bool canonical_path = false;  // fs/canonicalize: the result's path becomes a URI
+  bool heavy = false;           // fs/readFile, fs/copy: at most kMaxHeavyAtOnce run
+  std::size_t write_bytes = 0;  // fs/writeFile: its dataBase64's size
+  std::optional<policy::SandboxAttempt> attempt;  // set: runs in the helper, in `sandbox_cwd`
+  std::string sandbox_cwd;
   bool sandboxed = false;
   // Sandboxed only.
   std::string session_id;
@@ -98,27 +103,47 @@ void FsMethods::call(Connection& c, const json& id, const std::string& method, c
   call->id = id;
   call->op = decode_op(method, params);
   call->canonical_path = method == "fs/canonicalize";
+  call->heavy = method == "fs/readFile" || method == "fs/copy";
+  if (call->op.contains("dataBase64")) call->write_bytes = call->op["dataBase64"].get_ref<const std::string&>().size();
   if (in_flight_ >= kMaxCallsInFlight)
     return c.error(id, kInternalError, fmt::format("{} file operations are running; try again", in_flight_),
                    {{"kind", "limitReached"}, {"limit", "fsCalls"}, {"max", kMaxCallsInFlight}});
-  if (!params.contains("sandbox")) return run_on_thread_pool(std::move(call));
+  if (write_bytes_ > 0 && write_bytes_ + call->write_bytes > kMaxWriteBytesInFlight)
+    return c.error(id, kInternalError, fmt::format("{} bytes of writes are running; try again", write_bytes_),
+                   {{"kind", "limitReached"}, {"limit", "fsWriteBytes"}, {"max", kMaxWriteBytesInFlight}});
   auto unavailable = [&](const base::Error& e) {
     return c.error(id, kInternalError, "sandbox unavailable: " + e.context,
                    {{"kind", "sandboxUnavailable"}, {"reason", e.context.substr(0, e.context.find(':'))}});
   };
-  auto sb = parse_sandbox_param(params["sandbox"], cwd_);
-  if (!sb) {
-    if (sb.error().code == base::Errc::kPolicy) return unavailable(sb.error());
-    throw invalid_param("sandbox", sb.error().context);
+  if (params.contains("sandbox")) {
+    auto sb = parse_sandbox_param(params["sandbox"], cwd_);
+    if (!sb) {
+      if (sb.error().code == base::Errc::kPolicy) return unavailable(sb.error());
+      throw invalid_param("sandbox", sb.error().context);
+    }
+    if (*sb) {
+      auto attempt = policy::SandboxAttempt::select((*sb)->profile, (*sb)->backend);
+      if (!attempt) return unavailable(attempt.error());
+      if (opts_.fs_helper.empty())
+        return c.error(id, kInternalError, "sandboxed file operations need uexec's fs-helper, which this server lacks",
+                       {{"kind", "sandboxUnavailable"}, {"reason", "no fs-helper"}});
+      call->attempt = std::move(*attempt);
+      call->sandbox_cwd = (*sb)->policy_cwd.empty() ? cwd_ : (*sb)->policy_cwd;
+      call->sandboxed = true;
+    }
   }
-  if (!*sb) return run_on_thread_pool(std::move(call));
-  auto attempt = policy::SandboxAttempt::select((*sb)->profile, (*sb)->backend);
-  if (!attempt) return unavailable(attempt.error());
-  if (opts_.fs_helper.empty())
-    return c.error(id, kInternalError, "sandboxed file operations need uexec's fs-helper, which this server lacks",
-                   {{"kind", "sandboxUnavailable"}, {"reason", "no fs-helper"}});
-  call->sandboxed = true;
-  run_in_sandbox(std::move(call), *attempt, (*sb)->policy_cwd.empty() ? cwd_ : (*sb)->policy_cwd);
+  ++in_flight_;
+  write_bytes_ += call->write_bytes;
+  admit(std::move(call));
+}
+
+void FsMethods::admit(std::unique_ptr<Call> call) {
+  if (call->heavy) {
+    if (heavy_running_ >= kMaxHeavyAtOnce) return waiting_.push_back(std::move(call));
+    ++heavy_running_;
+  }
+  if (call->attempt) return run_in_sandbox(std::move(call));
+  run_on_thread_pool(std::move(call));
 }
 
 void FsMethods::run_on_thread_pool(std::unique_ptr<Call> call) {
@@ -138,46 +163,44 @@ void FsMethods::run_on_thread_pool(std::unique_ptr<Call> call) {
   auto after = [](uv_work_t* r, int status) {
     std::unique_ptr<Job> j(static_cast<Job*>(r->data));
     if (!*j->self_alive) return;
-    --j->self->in_flight_;
     if (status != 0) j->outcome = {{"error", {{"code", kInternalError}, {"message", "the file operation was cancelled"}}}};
-    j->self->finish(*j->call, std::move(j->outcome));
+    j->self->complete(*j->call, std::move(j->outcome));
   };
-  ++in_flight_;
   if (int rc = uv_queue_work(pm_.loop().get(), &job->req, work, after); rc != 0) {
-    --in_flight_;
     std::unique_ptr<Job> j(job);
-    finish(*j->call, {{"error", {{"code", kInternalError}, {"message", std::string("uv_queue_work: ") + uv_strerror(rc)}}}});
+    complete(*j->call, {{"error", {{"code", kInternalError}, {"message", std::string("uv_queue_work: ") + uv_strerror(rc)}}}});
   }
 }
 
-void FsMethods::run_in_sandbox(std::unique_ptr<Call> call, const policy::SandboxAttempt& attempt, const std::string& cwd) {
+void FsMethods::run_in_sandbox(std::unique_ptr<Call> call) {
   std::uint64_t n = next_helper_++;
   policy::ExecRequest req;
   req.argv = {opts_.fs_helper, "fs-helper"};
   req.env = env_;
-  req.cwd = cwd;
+  req.cwd = call->sandbox_cwd;
   req.stdin_pipe = true;
   req.id = fmt::format("fs-helper/{}", n);
   req.limits.retain_bytes = kHelperOutputBytes;
   req.limits.wall_timeout = kHelperTimeout;
-  auto started = pm_.start(req, attempt);
+  auto started = pm_.start(req, *call->attempt);
   if (!started) {
     const base::Error& e = started.error();
     if (e.code == base::Errc::kPolicy)  // the backend cannot express the policy: refused, never weakened
-      return call->conn->error(call->id, kInternalError, "sandbox unavailable: " + e.context,
-                               {{"kind", "sandboxUnavailable"}, {"reason", e.context.substr(0, e.context.find(':'))}});
-    return finish(*call, {{"error", {{"code", kInternalError}, {"message", "the sandboxed file helper did not start: " + e.message()}}}});
+      return complete(*call, {{"error",
+                               {{"code", kInternalError},
+                                {"message", "sandbox unavailable: " + e.context},
+                                {"data", {{"kind", "sandboxUnavailable"}, {"reason", e.context.substr(0, e.context.find(':'))}}}}}});
+    return complete(*call, {{"error", {{"code", kInternalError}, {"message", "the sandboxed file helper did not start: " + e.message()}}}});
   }
   session::Session& s = *pm_.find(*started);
   call->session_id = *started;
   // The operation, then EOF: the helper reads its stdin to the end.
   if (!s.write(call->op.dump()) || !s.close_stdin()) {
     pm_.remove(*started);
-    return finish(*call, {{"error", {{"code", kInternalError}, {"message", "the sandboxed file helper took no input"}}}});
+    return complete(*call, {{"error", {{"code", kInternalError}, {"message", "the sandboxed file helper took no input"}}}});
   }
   call->op = nullptr;  // a writeFile's data is the helper's now
   call->subscription = s.output().subscribe([this, n] { on_helper_output(n); });
-  ++in_flight_;
   helpers_.emplace(n, std::move(call));
   on_helper_output(n);  // it may have finished already
 }
@@ -202,7 +225,6 @@ void FsMethods::on_helper_output(std::uint64_t n) {
   call.overflow = overflow;
   if (!s->finished()) return;
   call.done = true;
-  --in_flight_;
   call.subscription.reset();
   json outcome = overflow ? json() : json::parse(call.out, nullptr, false);
   if (!outcome.is_object() || !(outcome.contains("result") || outcome.contains("error"))) {
@@ -212,7 +234,7 @@ void FsMethods::on_helper_output(std::uint64_t n) {
                 {{"code", kInternalError},
                  {"message", fmt::format("the sandboxed file helper failed ({}){}{}", why, err.empty() ? "" : ": ", err)}}}};
   }
-  finish(call, std::move(outcome));
+  complete(call, std::move(outcome));
   sweep_.start(std::chrono::milliseconds{0}, [this] { sweep(); });
 }
 
@@ -227,11 +249,26 @@ void FsMethods::sweep() {
   }
 }
 
-void FsMethods::finish(Call& call, json outcome) {
+void FsMethods::complete(Call& call, json outcome) {
+  --in_flight_;
+  write_bytes_ -= call.write_bytes;
+  if (call.heavy) {
+    --heavy_running_;
+    if (!waiting_.empty()) {
+      auto next = std::move(waiting_.front());
+      waiting_.pop_front();
+      admit(std::move(next));
+    }
+  }
+  reply(call, std::move(outcome));
+}
+
+void FsMethods::reply(Call& call, json outcome) {
   if (!*call.conn_alive) return;
   Connection& c = *call.conn;
   if (outcome.contains("error")) {
     const json& e = outcome["error"];
+    if (e.contains("data")) return c.error(call.id, e.value("code", kInternalError), e.value("message", ""), e["data"]);
     json data = {{"kind", "fsError"}};
     int err = e.value("errno", 0);
     if (err) {

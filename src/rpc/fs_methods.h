@@ -13,11 +13,15 @@
 //       outcome comes back on its stdout, both one JSON document. A refusal the sandbox
 //       caused (EACCES, EPERM, EROFS) says so in the error's data (kind sandboxDenied).
 // A call whose connection went away meanwhile is answered to no one. At most
-// kMaxCallsInFlight calls run at once per server; more are refused (limitReached).
+// kMaxCallsInFlight calls, holding at most kMaxWriteBytesInFlight of write data, are accepted
+// at once per server; past either a call is refused (limitReached). Of those, at most
+// kMaxHeavyAtOnce reads and copies run at once, the others waiting in order, so the file
+// contents held are bounded too (2 x 64 MiB and their base64).
 // Loop thread only (the thread pool runs perform_fs_op and nothing else).
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,7 +38,12 @@ namespace uexec::rpc {
 
 class FsMethods {
  public:
-  static constexpr std::size_t kMaxCallsInFlight = 64;
+  static constexpr std::size_t kMaxCallsInFlight = 1024;
+  // The fs/writeFile data held by accepted calls; past it a write is refused unless it is alone.
+  static constexpr std::size_t kMaxWriteBytesInFlight = 64u << 20;
+  // fs/readFile and fs/copy hold up to a file's size (and its base64) each: at most this many
+  // run at once, the others wait their turn in order.
+  static constexpr std::size_t kMaxHeavyAtOnce = 2;
 
   // `server_env` and `cwd` are what a sandboxed call's helper gets, as a process/start without
   // env or cwd would.
@@ -45,20 +54,27 @@ class FsMethods {
   FsMethods& operator=(const FsMethods&) = delete;
 
   void call(Connection& c, const nlohmann::json& id, const std::string& method, const nlohmann::json& params);
+  // No call is running (a shutdown waits for this, so that answers go out first).
+  bool idle() const noexcept { return in_flight_ == 0; }
 
  private:
   struct Call;
+  void admit(std::unique_ptr<Call> call);  // runs it now, or queues a heavy one
   void run_on_thread_pool(std::unique_ptr<Call> call);
-  void run_in_sandbox(std::unique_ptr<Call> call, const policy::SandboxAttempt& attempt, const std::string& cwd);
+  void run_in_sandbox(std::unique_ptr<Call> call);
   void on_helper_output(std::uint64_t n);
-  void finish(Call& call, nlohmann::json outcome);
+  void complete(Call& call, nlohmann::json outcome);  // the call's end: frees its place, then replies
+  void reply(Call& call, nlohmann::json outcome);
   void sweep();
 
   session::ProcessManager& pm_;
   const ExecServerOptions& opts_;
   const std::vector<std::string>& env_;
   const std::string& cwd_;
-  std::size_t in_flight_ = 0;
+  std::size_t in_flight_ = 0;     // accepted and not yet answered, waiting ones included
+  std::size_t heavy_running_ = 0;
+  std::size_t write_bytes_ = 0;   // dataBase64 bytes of accepted writes
+  std::deque<std::unique_ptr<Call>> waiting_;
   std::uint64_t next_helper_ = 1;
   std::map<std::uint64_t, std::unique_ptr<Call>> helpers_;  // sandboxed calls, by helper number
   loop::Timer sweep_;                                        // removes finished helpers, outside their callbacks
