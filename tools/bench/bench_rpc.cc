@@ -44,12 +44,17 @@
 //              `cat` (its echo is output). Codex (informational) answers one request at a
 //              time, so its loaded latency is the long poll's ~5000 ms.
 //
+//   F1         fs/* (docs/protocol.md §3.9), one request at a time: fs/getMetadata (F1-meta)
+//              and fs/readFile of a 4 KiB file (F1-read), median latency uexec / codex, target
+//              <= 0.5; F1-read-sandboxed: the same read with Codex's workspace-write sandbox
+//              (uexec: a helper under the sandbox per call) over the unsandboxed read, info.
+//
 // Rounds alternate uexec and Codex (A/B/A/B); each round gives one ratio, rows report
 // min/median/max over rounds and the target is judged on the median. Without the Codex
 // binary the Codex rows are printed as skipped with the paths searched.
 //
 //   bench_rpc [--quick] [--peers] [--json PATH] [--uexec PATH] [--codex PATH]
-//             [--only start,tput,rss,1000,p2]
+//             [--only start,tput,rss,1000,p2,fs]
 //
 // BENCH_RPC_TRACE=1 in the environment prints the throughput samples' progress to stderr.
 //
@@ -1021,7 +1026,7 @@ int bench_main(int argc, char** argv) {
       (a == "--uexec" ? uexec_path : a == "--codex" ? codex_path : only) = argv[++i];
     } else if (a == "--help" || a == "-h") {
       std::printf("usage: %s [--quick] [--peers] [--json PATH] [--uexec PATH] [--codex PATH]\n"
-                "       [--only start,tput,rss,1000,p2]\n", argv[0]);
+                "       [--only start,tput,rss,1000,p2,fs]\n", argv[0]);
       return 0;
     } else {
       rest.push_back(argv[i]);
@@ -1362,6 +1367,98 @@ int bench_main(int argc, char** argv) {
       rows.push_back(skipped_row("P2-codex", "environment/status latency with long poll pending, Codex (info)",
                                  Cmp::kInfo, 0));
     }
+  }
+
+  // ---- F1: fs/* latency (issue 18), one request at a time, rounds interleaved.
+  if (want("fs")) {
+    std::fprintf(stderr, "bench_rpc: F1 (fs/*)\n");
+    std::string dir = fmt::format("/var/tmp/bench_rpc_fs.{}", ::getpid());
+    ::mkdir(dir.c_str(), 0755);
+    std::string file = dir + "/file.txt";
+    {
+      std::string text(4096, 'x');
+      FILE* f = std::fopen(file.c_str(), "w");
+      if (!f) die_errno("fopen " + file);
+      std::fwrite(text.data(), 1, text.size(), f);
+      std::fclose(f);
+    }
+    json meta = {{"path", "file://" + file}};
+    json sandboxed = meta;
+    // Codex's shape: the root readable, the directory writable (what a workspace-write turn sends).
+    sandboxed["sandbox"] = {
+        {"permissions",
+         {{"type", "managed"},
+          {"network", "restricted"},
+          {"file_system",
+           {{"type", "restricted"},
+            {"entries",
+             {{{"path", {{"type", "special"}, {"value", {{"kind", "root"}}}}}, {"access", "read"}},
+              {{"path", {{"type", "path"}, {"path", "file://" + dir}}}, {"access", "write"}}}}}}}},
+        {"cwd", "file://" + dir},
+        {"windowsSandboxLevel", "disabled"}};
+    auto sample_ms = [](Server& s, const char* method, const json& params) {
+      std::int64_t t0 = now_ns();
+      auto r = s.request(method, params, 20000);
+      if (!ok(r)) die(fmt::format("{}: {}: {}", s.name(), method, err_text(r)));
+      return ns_to_ms(now_ns() - t0);
+    };
+    const int rounds = o.quick ? 3 : 7, k = o.quick ? 50 : 200, k_sandboxed = o.quick ? 5 : 15;
+    auto su = launch(U);
+    std::unique_ptr<Server> sc;
+    if (have_codex) sc = launch(C);
+    for (int i = 0; i < 20; ++i) {  // warm-up (thread pool, page cache)
+      sample_ms(*su, "fs/getMetadata", meta);
+      sample_ms(*su, "fs/readFile", meta);
+      if (sc) sample_ms(*sc, "fs/getMetadata", meta), sample_ms(*sc, "fs/readFile", meta);
+    }
+    std::vector<double> r_meta, r_read, r_sb, um, cm, ur, cr, us, cs;
+    for (int r = 0; r < rounds; ++r) {
+      std::vector<double> v_um, v_cm, v_ur, v_cr, v_us, v_cs;
+      for (int i = 0; i < k; ++i) {
+        v_um.push_back(sample_ms(*su, "fs/getMetadata", meta));
+        if (sc) v_cm.push_back(sample_ms(*sc, "fs/getMetadata", meta));
+        v_ur.push_back(sample_ms(*su, "fs/readFile", meta));
+        if (sc) v_cr.push_back(sample_ms(*sc, "fs/readFile", meta));
+      }
+      for (int i = 0; i < k_sandboxed; ++i) {
+        v_us.push_back(sample_ms(*su, "fs/readFile", sandboxed));
+        if (sc) v_cs.push_back(sample_ms(*sc, "fs/readFile", sandboxed));
+      }
+      um.push_back(median(v_um) * 1000);
+      ur.push_back(median(v_ur) * 1000);
+      us.push_back(median(v_us));
+      r_sb.push_back(median(v_us) / median(v_ur));
+      if (sc) {
+        cm.push_back(median(v_cm) * 1000);
+        cr.push_back(median(v_cr) * 1000);
+        cs.push_back(median(v_cs));
+        r_meta.push_back(um.back() / cm.back());
+        r_read.push_back(ur.back() / cr.back());
+      }
+      std::fprintf(stderr, "  fs round %d/%d: getMetadata uexec %.0f us codex %s; readFile uexec %.0f us codex %s\n",
+                   r + 1, rounds, um.back(), sc ? fmt::format("{:.0f} us", cm.back()).c_str() : "-", ur.back(),
+                   sc ? fmt::format("{:.0f} us", cr.back()).c_str() : "-");
+    }
+    Row rm = make_row("F1-meta", "fs/getMetadata latency, uexec/codex", r_meta, Cmp::kLe, 0.5);
+    rm.absolute_text = fmt::format("uexec {}", abs3("us", um, 0));
+    if (sc) rm.absolute_text += fmt::format("; codex {}", abs3("us", cm, 0));
+    rm.absolute = {{"uexec_us", um}, {"codex_us", cm}, {"samples_per_round", k}};
+    if (!sc) rm.note = skip_note;
+    rows.push_back(rm);
+    Row rr = make_row("F1-read", "fs/readFile 4 KiB latency, uexec/codex", r_read, Cmp::kLe, 0.5);
+    rr.absolute_text = fmt::format("uexec {}", abs3("us", ur, 0));
+    if (sc) rr.absolute_text += fmt::format("; codex {}", abs3("us", cr, 0));
+    rr.absolute = {{"uexec_us", ur}, {"codex_us", cr}, {"samples_per_round", k}};
+    if (!sc) rr.note = skip_note;
+    rows.push_back(rr);
+    Row rsb = make_row("F1-read-sandboxed", "fs/readFile 4 KiB in Codex's workspace-write sandbox / unsandboxed, uexec (info)",
+                       r_sb, Cmp::kInfo, 0);
+    rsb.absolute_text = fmt::format("uexec {}", abs3("ms", us, 2));
+    if (sc) rsb.absolute_text += fmt::format("; codex {}", abs3("ms", cs, 2));
+    rsb.absolute = {{"uexec_ms", us}, {"codex_ms", cs}, {"samples_per_round", k_sandboxed}};
+    rows.push_back(rsb);
+    ::unlink(file.c_str());
+    ::rmdir(dir.c_str());
   }
 
   finish(o, fmt::format("bench_rpc (uexec exec-server vs Codex exec-server 0.169.0{}{})", o.quick ? ", quick" : "",
