@@ -111,26 +111,13 @@ void FsMethods::call(Connection& c, const json& id, const std::string& method, c
   if (write_bytes_ > 0 && write_bytes_ + call->write_bytes > kMaxWriteBytesInFlight)
     return c.error(id, kInternalError, fmt::format("{} bytes of writes are running; try again", write_bytes_),
                    {{"kind", "limitReached"}, {"limit", "fsWriteBytes"}, {"max", kMaxWriteBytesInFlight}});
-  auto unavailable = [&](const base::Error& e) {
-    return c.error(id, kInternalError, "sandbox unavailable: " + e.context,
-                   {{"kind", "sandboxUnavailable"}, {"reason", e.context.substr(0, e.context.find(':'))}});
-  };
-  if (params.contains("sandbox")) {
-    auto sb = parse_sandbox_param(params["sandbox"], cwd_);
-    if (!sb) {
-      if (sb.error().code == base::Errc::kPolicy) return unavailable(sb.error());
-      throw invalid_param("sandbox", sb.error().context);
-    }
-    if (*sb) {
-      auto attempt = policy::SandboxAttempt::select((*sb)->profile, (*sb)->backend);
-      if (!attempt) return unavailable(attempt.error());
-      if (opts_.fs_helper.empty())
-        return c.error(id, kInternalError, "sandboxed file operations need uexec's fs-helper, which this server lacks",
-                       {{"kind", "sandboxUnavailable"}, {"reason", "no fs-helper"}});
-      call->attempt = std::move(*attempt);
-      call->sandbox_cwd = (*sb)->policy_cwd.empty() ? cwd_ : (*sb)->policy_cwd;
-      call->sandboxed = true;
-    }
+  if (auto choice = sandbox_for_request(params, cwd_)) {
+    if (opts_.fs_helper.empty())
+      return c.error(id, kInternalError, "sandboxed file operations need uexec's fs-helper, which this server lacks",
+                     {{"kind", "sandboxUnavailable"}, {"reason", "no fs-helper"}});
+    call->attempt = std::move(choice->attempt);
+    call->sandbox_cwd = choice->policy_cwd.empty() ? cwd_ : choice->policy_cwd;
+    call->sandboxed = true;
   }
   ++in_flight_;
   write_bytes_ += call->write_bytes;
@@ -185,11 +172,10 @@ void FsMethods::run_in_sandbox(std::unique_ptr<Call> call) {
   auto started = pm_.start(req, *call->attempt);
   if (!started) {
     const base::Error& e = started.error();
-    if (e.code == base::Errc::kPolicy)  // the backend cannot express the policy: refused, never weakened
-      return complete(*call, {{"error",
-                               {{"code", kInternalError},
-                                {"message", "sandbox unavailable: " + e.context},
-                                {"data", {{"kind", "sandboxUnavailable"}, {"reason", e.context.substr(0, e.context.find(':'))}}}}}});
+    if (e.code == base::Errc::kPolicy) {  // the backend cannot express the policy: refused, never weakened
+      ParamError refusal = sandbox_unavailable(e);
+      return complete(*call, {{"error", {{"code", refusal.code}, {"message", refusal.message}, {"data", refusal.data}}}});
+    }
     return complete(*call, {{"error", {{"code", kInternalError}, {"message", "the sandboxed file helper did not start: " + e.message()}}}});
   }
   session::Session& s = *pm_.find(*started);

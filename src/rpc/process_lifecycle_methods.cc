@@ -157,23 +157,9 @@ void ProcessLifecycleMethods::start(Connection& c, const json& id, const json& p
   ProtocolSession& me = *c.session();
   // The sandbox: Codex's shape or uexec's short form; never weakened (sandboxUnavailable).
   policy::SandboxAttempt attempt = policy::SandboxAttempt::none();
-  auto unavailable = [&](const base::Error& e) {
-    std::string reason = e.context.substr(0, e.context.find(':'));
-    return c.error(id, kInternalError, "sandbox unavailable: " + e.context,
-                   {{"kind", "sandboxUnavailable"}, {"backend", "auto"}, {"reason", reason}});
-  };
-  if (params.contains("sandbox")) {
-    auto sb = parse_sandbox_param(params["sandbox"], req.cwd);
-    if (!sb) {
-      if (sb.error().code == base::Errc::kPolicy) return unavailable(sb.error());
-      throw invalid_param("sandbox", sb.error().context);
-    }
-    if (*sb) {
-      auto a = policy::SandboxAttempt::select((*sb)->profile, (*sb)->backend);
-      if (!a) return unavailable(a.error());
-      attempt = std::move(*a);
-      req.sandbox_policy_cwd = (*sb)->policy_cwd;
-    }
+  if (auto choice = sandbox_for_request(params, req.cwd)) {
+    attempt = std::move(choice->attempt);
+    req.sandbox_policy_cwd = choice->policy_cwd;
   }
   // A named process is idempotent: the same name, argv, cwd and tty is the live one.
   std::string name;
@@ -216,7 +202,7 @@ void ProcessLifecycleMethods::start(Connection& c, const json& id, const json& p
   auto started = pm_.start(req, attempt);
   if (!started) {
     const auto& e = started.error();
-    if (e.code == base::Errc::kPolicy) return unavailable(e);
+    if (e.code == base::Errc::kPolicy) throw sandbox_unavailable(e);
     if (e.code == base::Errc::kExecFailed || e.sys_errno) {
       const char* errno_name = strerrorname_np(e.sys_errno);
       return c.error(id, kInternalError, fmt::format("{} (os error {})", std::strerror(e.sys_errno), e.sys_errno),

@@ -1,6 +1,7 @@
 #include "rpc/sandbox_params.h"
 
 #include "rpc/file_uri.h"
+#include "rpc/json_rpc.h"
 
 namespace uexec::rpc {
 
@@ -203,5 +204,23 @@ Result<std::optional<SandboxRequest>> parse_unchecked(const json& sb, const std:
 }
 
 }  // namespace
+
+ParamError sandbox_unavailable(const Error& e) {
+  return {kInternalError, "sandbox unavailable: " + e.context,
+          {{"kind", "sandboxUnavailable"}, {"backend", "auto"}, {"reason", e.context.substr(0, e.context.find(':'))}}};
+}
+
+std::optional<SandboxChoice> sandbox_for_request(const json& params, const std::string& cwd) {
+  if (!params.contains("sandbox")) return std::nullopt;
+  auto sb = parse_sandbox_param(params["sandbox"], cwd);
+  if (!sb) {
+    if (sb.error().code == Errc::kPolicy) throw sandbox_unavailable(sb.error());
+    throw invalid_param("sandbox", sb.error().context);
+  }
+  if (!*sb) return std::nullopt;
+  auto attempt = policy::SandboxAttempt::select((*sb)->profile, (*sb)->backend);
+  if (!attempt) throw sandbox_unavailable(attempt.error());
+  return SandboxChoice{std::move(*attempt), (*sb)->policy_cwd};
+}
 
 }  // namespace uexec::rpc

@@ -20,6 +20,7 @@
 #include "base/result.h"
 #include "policy/profile.h"
 #include "policy/sandbox_attempt.h"
+#include "rpc/request_params.h"
 
 namespace uexec::rpc {
 
@@ -33,5 +34,16 @@ struct SandboxRequest {
 // malformed member; kPolicy for a policy uexec cannot enforce. `cwd` is the process's cwd.
 [[nodiscard]] base::Result<std::optional<SandboxRequest>> parse_sandbox_param(const nlohmann::json& sandbox,
                                                                               const std::string& cwd);
+
+// What a request's `sandbox` member (in `params`) runs under: the attempt to spawn with and
+// what :cwd means; nullopt when it asks for none. Throws a ParamError: -32602 for a malformed
+// member, sandbox_unavailable() for a policy this host cannot enforce (never weakened).
+struct SandboxChoice {
+  policy::SandboxAttempt attempt;
+  std::string policy_cwd;  // empty: the process cwd
+};
+std::optional<SandboxChoice> sandbox_for_request(const nlohmann::json& params, const std::string& cwd);
+// The -32603 refusal {kind: "sandboxUnavailable", backend: "auto", reason} for `e`.
+ParamError sandbox_unavailable(const base::Error& e);
 
 }  // namespace uexec::rpc
