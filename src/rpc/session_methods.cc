@@ -34,7 +34,9 @@ json sandbox_backends() {
 json SessionMethods::environment() const {
   passwd* pw = ::getpwuid(::getuid());
   std::string shell = pw && pw->pw_shell ? pw->pw_shell : "/bin/sh";
-  std::string home = pw && pw->pw_dir ? pw->pw_dir : "/";
+  // $HOME first, as Codex's exec-server and every shell the server starts see it.
+  const char* home_env = std::getenv("HOME");
+  std::string home = home_env && *home_env == '/' ? home_env : pw && pw->pw_dir ? pw->pw_dir : "/";
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   const char* tmp = std::getenv("TMPDIR");
