@@ -121,6 +121,8 @@ Response build_call_response(AgentSession& a, const Call& c, const base::AgentCo
       extra.push_back(fmt::format("Signal: {} (sent by {})", *r.signal, *r.killed_by));
     }
     if (v->denial) r.sandbox_denied = v->denial;
+    // Codex's line names the session only while it runs; read_output still takes it.
+    extra.insert(extra.begin(), fmt::format("Session ID: {} (exited; read_output re-reads its output)", a.id));
     report_lingering(*s, r, extra);
   } else {
     r.session_id = a.id;
@@ -165,6 +167,15 @@ Response build_call_response(AgentSession& a, const Call& c, const base::AgentCo
     extra.push_back("Returned early: " + what);
   }
   if (r.sandbox_denied) extra.push_back("Sandbox denied: " + r.sandbox_denied->describe());
+  // Up here as well as in the output: a client that cuts a long result in the middle (Codex,
+  // Gemini CLI) cuts the output's own marker away, never these lines.
+  for (const auto& o : r.omitted)
+    extra.push_back(o.kind == "evicted"
+                        ? fmt::format("Omitted: bytes {}-{} of the output were evicted (no longer retained)", o.offset,
+                                      o.offset + o.length)
+                        : fmt::format("Omitted: bytes {}-{} (truncated); read_output session_id={} offset={} length={} "
+                                      "returns them",
+                                      o.offset, o.offset + o.length, a.id, o.offset, o.length));
   if (!c.input_delivered) r.warnings.push_back("Warning: input not delivered: the process had already exited.");
   for (const auto& w : r.warnings) extra.push_back(w);
   if (cfg.envelope_extensions) env.extra = std::move(extra);

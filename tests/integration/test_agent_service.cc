@@ -2,6 +2,7 @@
 // interactive shells, awaiting_input, until conditions, named sessions, pruning, tombstones,
 // read_output, sandbox denial hooks, and the pain points (grandchildren, tee, pagers).
 #include <doctest/doctest.h>
+#include <fmt/core.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -435,6 +436,13 @@ TEST_CASE("read_output: range, tail lines, grep with context; a truncated middle
   REQUIRE(!r->omitted.empty());
   auto cut = r->omitted[0];
   CHECK(r->output.find("tokens truncated (read_output session_id=" + std::to_string(r->session)) != std::string::npos);
+  // The header says it too (a client that cuts the middle of a long result keeps it), and names
+  // the exited session.
+  std::string header = r->text.substr(0, r->text.find("\nOutput:\n"));
+  CHECK(header.find(fmt::format("Session ID: {} (exited", r->session)) != std::string::npos);
+  CHECK(header.find(fmt::format("Omitted: bytes {}-{} (truncated); read_output session_id={} offset={} length={}",
+                                cut.offset, cut.offset + cut.length, r->session, cut.offset, cut.length)) !=
+        std::string::npos);
   agent::ReadParams rp;
   rp.session_id = r->session;
   rp.offset = cut.offset;
