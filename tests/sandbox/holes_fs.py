@@ -98,7 +98,7 @@ def with_files(ctx, fn, deny_read=()):
 @suite.case("fs/writeFile, fs/createDirectory, fs/copy outside the workspace are refused; inside they work")
 def _(ctx):
     ctx.write("src.txt", "payload\n")
-    ctx.mkdir("sub")  # Landlock-only: nothing new at a root's top level beside a carve-out (sandbox.md §3.6)
+    ctx.mkdir("sub")  # Landlock-only: nothing new at a root's top level beside a carve-out (docs/sandbox.md §3.6)
 
     def run(f):
         r = f.call("fs/writeFile", {"path": uri(ctx.path("sub/in.txt")), "dataBase64": b64("ok")})

@@ -73,16 +73,16 @@ fs.writeFileSync(notesFile, `uexec web e2e\nline two: ${notesNonce}\nline three\
 fs.mkdirSync(outDir, { recursive: true });
 
 // The shell inherits the daemon's environment (the page asks for inherit:"all"). The daemon
-// runs in its user's home directory, where `uexec serve` is usually started, so the page
-// shows the shell's cwd as "~"; HOME points at the temporary home with the .bashrc above.
+// runs in its user's home directory ($HOME: the temporary home with the .bashrc above), where
+// `uexec serve` is usually started, so the page shows the shell's cwd as "~".
 const env = {
   PATH: process.env.PATH || "/usr/local/bin:/usr/bin:/bin",
   HOME: home, USER: os.userInfo().username, LOGNAME: os.userInfo().username, SHELL: "/bin/bash",
   LANG: "C.UTF-8", TZ: "UTC",
 };
 if (process.env.UEXEC_WEB_ROOT) env.UEXEC_WEB_ROOT = process.env.UEXEC_WEB_ROOT;
-const userHome = os.userInfo().homedir;     // the daemon's userHomeDir (getpwuid)
-const daemonCwd = fs.existsSync(userHome) ? userHome : tmp;
+const userHome = home;                      // the daemon's userHomeDir ($HOME, as Codex's)
+const daemonCwd = userHome;
 const serve = spawn(uexec, ["serve", "--socket", path.join(tmp, "uexec.sock"), "--ws", "127.0.0.1:0"],
   { stdio: ["ignore", "ignore", "pipe"], env, cwd: daemonCwd });
 let serveErr = "";
