@@ -32,8 +32,8 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: uexec mcp [--sandbox MODE [--writable DIR]... [--deny-read GLOB]... [--network on|off]\n"
-    "                 [--approval POLICY]]\n"
-    "       uexec mcp --connect [SOCKET]\n"
+    "                 [--approval POLICY]] [--structured-content]\n"
+    "       uexec mcp --connect [SOCKET] [--structured-content]\n"
     "  An MCP server on stdin/stdout (JSON-RPC 2.0, one message per line) with the tools\n"
     "  exec_command, write_stdin, list_sessions, kill_session and read_output.\n"
     "  Register it with an MCP client, e.g.:  claude mcp add uexec -- uexec mcp --sandbox workspace-write\n"
@@ -45,16 +45,20 @@ constexpr const char* kUsage =
     "  the daemon's wait runs to its end.\n"
     "  Approvals (--approval, or the daemon's with --connect) are asked of the MCP client with\n"
     "  elicitation/create when it declared the `elicitation` capability; otherwise the answer is\n"
-    "  denied and the tool result says that approval was needed.\n";
+    "  denied and the tool result says that approval was needed.\n"
+    "  --structured-content  tool results also carry structuredContent and tools an outputSchema\n"
+    "                        (off by default: Codex and Claude Code then show the model that JSON\n"
+    "                        instead of the text, and Gemini CLI ignores it)\n";
 
 // `uexec mcp --connect`: MCP on stdio, tool calls relayed to the daemon at `socket_path`.
-int run_connected(const std::string& socket_path) {
+int run_connected(const std::string& socket_path, bool structured_content) {
   // A daemon that closes its end under a pending write must be an EOF to handle, not a signal
   // that ends us (here no PtyProcess has set SIGPIPE aside for us).
   ::signal(SIGPIPE, SIG_IGN);
   loop::Loop loop;
   rpc::LineChannel channel(loop, 0, 1);
   rpc::McpRelay relay(loop, socket_path, [&](std::string msg) { channel.send(std::move(msg)); });
+  relay.set_structured_content(structured_content);
   int code = 0;
   bool stopping = false;
   auto stop = [&] {
@@ -104,9 +108,11 @@ int run_connected(const std::string& socket_path) {
 int cmd_mcp(const std::vector<std::string>& args) {
   SandboxFlags sandbox;
   bool connect = false;
+  bool structured_content = false;
   std::string socket_path;
   Flags flags(Unmatched::kRefuse);
   flags.help();
+  flags.on({"--structured-content"}, [&] { structured_content = true; });
   flags.optional_value("--connect", [&](std::optional<std::string> socket) {
     connect = true;
     if (socket) socket_path = *socket;
@@ -150,14 +156,14 @@ int cmd_mcp(const std::vector<std::string>& args) {
         return kExitInternal;
       }
     }
-    return run_connected(socket_path);
+    return run_connected(socket_path, structured_content);
   }
   HostOptions ho;
   ho.who = "uexec mcp";
   ho.sandbox = &sandbox;
   auto host = Host::create(ho);
   if (!host) return kExitUsage;
-  if (auto r = host->serve_mcp_stdio(); !r) {
+  if (auto r = host->serve_mcp_stdio(structured_content); !r) {
     std::fprintf(stderr, "uexec mcp: %s\n", r.error().message().c_str());
     return kExitInternal;
   }

@@ -78,10 +78,11 @@ base::Result<void> Host::serve_stdio(bool kill_at_eof) {
   return channel.start();
 }
 
-base::Result<void> Host::serve_mcp_stdio() {
+base::Result<void> Host::serve_mcp_stdio(bool structured_content) {
   stdio_ = std::make_unique<rpc::LineChannel>(loop_, 0, 1);
   rpc::LineChannel& channel = *stdio_;
   mcp_ = std::make_unique<rpc::McpServer>(*exec_, [&channel](std::string msg) { channel.send(std::move(msg)); });
+  mcp_->set_structured_content(structured_content);
   channel.on_line = [this](std::string_view line) { mcp_->handle_line(line); };
   channel.on_oversize = [this](std::size_t limit) { mcp_->handle_oversize(limit); };
   channel.on_eof = [this] { stop(false); };

@@ -71,7 +71,8 @@ class Host {
   // The server on stdin/stdout; stdin's EOF stops the host, with SIGKILL at once if `kill_at_eof`.
   [[nodiscard]] base::Result<void> serve_stdio(bool kill_at_eof);
   // MCP on stdin/stdout, on the service; stdin's EOF stops the host.
-  [[nodiscard]] base::Result<void> serve_mcp_stdio();
+  // `structured_content`: McpEndpoint::set_structured_content.
+  [[nodiscard]] base::Result<void> serve_mcp_stdio(bool structured_content);
 
   // Runs once when the host begins to stop, before any front door closes.
   std::function<void()> on_stopping;

@@ -345,7 +345,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
   return false;
 }
 
-json AgentTools::tools_list(const std::string& version) {
+json AgentTools::tools_list(const std::string& version, bool structured) {
   bool v2025_06 = version >= "2025-06-18";  // revisions are dates
   bool annotations = version != "2024-11-05";
   json keys_enum = json::array();
@@ -359,7 +359,7 @@ json AgentTools::tools_list(const std::string& version) {
     if (!required.empty()) t["inputSchema"]["required"] = std::move(required);
     if (v2025_06) {
       t["title"] = title;
-      if (std::string(name) != "list_sessions")
+      if (structured && std::string(name) != "list_sessions")
         t["outputSchema"] = {{"type", "object"},
                              {"required", {"chunk_id", "wall_time_seconds", "output"}},
                              {"properties",

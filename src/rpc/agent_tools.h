@@ -31,7 +31,8 @@ class AgentTools {
             std::shared_ptr<policy::ToolOrchestrator> approvals = {});
   void cancel(agent::CallId id) { exec_.cancel(id); }
 
-  static json tools_list(const std::string& version);
+  // The tools for MCP revision `version`; with `structured`, each declares its outputSchema.
+  static json tools_list(const std::string& version, bool structured);
   static json tool_result(const agent::Response& r, bool structured);
   // [{pid, comm, command, killed}]: a session's lingering processes, for tools and process/*.
   static json lingering(const std::vector<session::LingeringProcess>& l);

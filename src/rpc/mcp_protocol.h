@@ -36,6 +36,12 @@ class McpEndpoint {
   McpEndpoint(const McpEndpoint&) = delete;
   McpEndpoint& operator=(const McpEndpoint&) = delete;
 
+  // Off by default: Codex and Claude Code show the model JSON.stringify(structuredContent)
+  // whenever it is there (escaped output, two id fields) and Gemini CLI ignores it, so every
+  // model reads the text envelope best; a client that wants the data asks for it
+  // (`uexec mcp --structured-content`). docs/protocol.md §6.
+  void set_structured_content(bool on) noexcept { structured_content_ = on; }
+
   // One MCP input line from the client.
   void handle_line(std::string_view line);
   // Answers an oversize line (-32600 messageTooLarge, id null).
@@ -50,8 +56,9 @@ class McpEndpoint {
 
   void reply(const json& id, json result);
   void error(const json& id, int code, const std::string& message, json data = nullptr);
-  // Tool results carry structuredContent (MCP 2025-06-18 and later; revisions are dates).
-  bool structured() const noexcept { return version_ >= "2025-06-18"; }
+  // Tool results carry structuredContent, and tools an outputSchema: when asked for
+  // (set_structured_content) and the revision has them (2025-06-18 and later; revisions are dates).
+  bool structured() const noexcept { return structured_content_ && version_ >= "2025-06-18"; }
 
   std::function<void(std::string)> send_;
   ApprovalElicitor elicitor_;
@@ -63,6 +70,7 @@ class McpEndpoint {
   std::string instructions_;
   bool initialized_ = false;
   std::string version_ = kDefaultVersion;
+  bool structured_content_ = false;
 };
 
 }  // namespace uexec::rpc

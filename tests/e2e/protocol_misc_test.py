@@ -171,7 +171,7 @@ es.request("process/terminate", {"processId": "flood"})
 es.close()
 
 # ---- 2. MCP exec_command and read_output over `uexec mcp` ---------------------------------------
-mcp = Peer([uexec, "mcp"])
+mcp = Peer([uexec, "mcp", "--structured-content"])
 r = mcp.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
 check("mcp initialize", "result" in r, r)
 mcp.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -224,6 +224,36 @@ sc = res.get("structuredContent", {})
 om = sc.get("omitted") or []
 check("read_output inside the evicted middle: no bytes, and an omitted marker saying so",
       any(o.get("kind") == "evicted" for o in om), f"{sc.get('output', '')[:120]!r} omitted {om} range {sc.get('range')}")
+mcp.close()
+
+# ---- 2b. `uexec mcp` by default: text only, everything a model needs in it ---------------------
+# (Codex and Claude Code show the model JSON.stringify(structuredContent) whenever it is there;
+# Gemini CLI shows the text. Codex also cuts long results in the middle.)
+mcp = Peer([uexec, "mcp"])
+mcp.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
+mcp.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+tools = mcp.request("tools/list", {}).get("result", {}).get("tools", [])
+check("by default no tool declares an outputSchema", tools and not [t for t in tools if "outputSchema" in t],
+      [t.get("name") for t in tools if "outputSchema" in t])
+res, raw = tool("exec_command", {"cmd": "printf 'hi-42\\n'; seq 1 8000; exit 3", "login": False, "yield_time_ms": 20000,
+                                 "max_output_tokens": 500})
+text = "".join(c.get("text", "") for c in res.get("content", []))
+header = text.split("\nOutput:\n", 1)[0]
+m = re.search(r"Session ID: (\d+) \(exited", header)
+om = re.search(r"Omitted: bytes (\d+)-(\d+) \(truncated\); read_output session_id=(\d+) offset=(\d+) length=(\d+)", header)
+check("by default a result has no structuredContent", "structuredContent" not in res, json.dumps(raw)[:300])
+check("the text names the exited session, its exit code and the truncated range in its header",
+      m is not None and "Process exited with code 3" in header and om is not None and om.group(3) == m.group(1),
+      header)
+check("the output itself is plain text (no JSON escaping)", "hi-42\n1\n2\n" in text, text[:200])
+if m and om:
+    res, raw = tool("read_output", {"session_id": int(m.group(1)), "offset": int(om.group(4)), "length": int(om.group(5)),
+                                    "max_output_tokens": 10000})
+    back = "".join(c.get("text", "") for c in res.get("content", [])).split("\nOutput:\n", 1)[-1]
+    whole = "hi-42\n" + "".join(f"{i}\n" for i in range(1, 8001))
+    start, length = int(om.group(4)), int(om.group(5))
+    check("read_output at the header's offset returns exactly the truncated bytes",
+          back == whole[start:start + length], f"{len(back)} chars, want {length}; {back[:80]!r}")
 mcp.close()
 
 # ---- 3. a WebSocket upgrade offering only the auth subprotocol ---------------------------------

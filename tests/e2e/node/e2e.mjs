@@ -9,7 +9,7 @@ import { check, checkCancelled, text, finish } from "./harness.mjs";
 const uexec = process.argv[2];
 
 // --- through the SDK ---------------------------------------------------------------------
-const transport = new StdioClientTransport({ command: uexec, args: ["mcp"], stderr: "inherit" });
+const transport = new StdioClientTransport({ command: uexec, args: ["mcp", "--structured-content"], stderr: "inherit" });
 const client = new Client({ name: "uexec-e2e", version: "1.0.0" });
 await client.connect(transport);  // initialize + notifications/initialized
 check("server info", client.getServerVersion()?.name === "uexec");
@@ -106,7 +106,7 @@ try {
 await client.close();
 
 // --- raw JSON-RPC: malformed input keeps the server serving --------------------------------
-const child = spawn(uexec, ["mcp"], { stdio: ["pipe", "pipe", "inherit"] });
+const child = spawn(uexec, ["mcp", "--structured-content"], { stdio: ["pipe", "pipe", "inherit"] });
 const lines = createInterface({ input: child.stdout });
 const queue = [];
 let waiter = null;
@@ -157,7 +157,7 @@ check("stdin EOF: no session process is left", left === "", left);
 // Protocol revisions: 2025-11-25 (what current clients ask for) is echoed and carries
 // structuredContent; a revision uexec does not know is answered with the newest it serves.
 for (const [asked, answered] of [["2025-11-25", "2025-11-25"], ["2099-01-01", "2025-11-25"]]) {
-  const c2 = spawn(uexec, ["mcp"], { stdio: ["pipe", "pipe", "inherit"] });
+  const c2 = spawn(uexec, ["mcp", "--structured-content"], { stdio: ["pipe", "pipe", "inherit"] });
   const l2 = createInterface({ input: c2.stdout });
   const replies = [];
   l2.on("line", (l) => replies.push(JSON.parse(l)));
@@ -186,7 +186,7 @@ for (const [asked, answered] of [["2025-11-25", "2025-11-25"], ["2099-01-01", "2
 {
   const fs = await import("node:fs");
   const ws = fs.mkdtempSync("/var/tmp/uexec-mcp-sbx-");
-  const t2 = new StdioClientTransport({ command: uexec, args: ["mcp", "--sandbox", "workspace-write"], cwd: ws, stderr: "inherit" });
+  const t2 = new StdioClientTransport({ command: uexec, args: ["mcp", "--structured-content", "--sandbox", "workspace-write"], cwd: ws, stderr: "inherit" });
   const c2 = new Client({ name: "uexec-e2e-sandbox", version: "1.0.0" });
   await c2.connect(t2);
   let s = await c2.callTool({ name: "exec_command", arguments: { cmd: "echo kind=$UEXEC_SANDBOX; echo ok > here; touch /etc/uexec-mcp-x", login: false } });

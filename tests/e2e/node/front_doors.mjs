@@ -336,7 +336,7 @@ function refused(args, env = {}) {
 
   const d = await serve(["--no-ws"]);
   const connect = async (name, sock = d.sock) => {
-    const transport = new StdioClientTransport({ command: uexec, args: ["mcp", "--connect", sock], stderr: "inherit" });
+    const transport = new StdioClientTransport({ command: uexec, args: ["mcp", "--connect", sock, "--structured-content"], stderr: "inherit" });
     const client = new Client({ name, version: "1.0.0" });
     await client.connect(transport);
     return { client, transport };
@@ -428,7 +428,7 @@ function refused(args, env = {}) {
 
   // An older protocol version gets no structuredContent.
   const d3 = await serve(["--no-ws"]);
-  const raw = spawn(uexec, ["mcp", "--connect", `unix:${d3.sock}`], { stdio: ["pipe", "pipe", "inherit"] });
+  const raw = spawn(uexec, ["mcp", "--connect", `unix:${d3.sock}`, "--structured-content"], { stdio: ["pipe", "pipe", "inherit"] });
   children.push(raw);
   let out = "";
   raw.stdout.on("data", (x) => { out += x; });

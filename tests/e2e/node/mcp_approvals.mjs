@@ -118,11 +118,11 @@ async function cases(who, args) {
 
 try {
   // ---- 1. `uexec mcp --sandbox … --approval on-failure` -------------------------------------
-  await cases("mcp", ["mcp", ...sandboxArgs]);
+  await cases("mcp", ["mcp", "--structured-content", ...sandboxArgs]);
 
   // A question still open when the client goes away does not keep the server alive.
   {
-    const transport = new StdioClientTransport({ command: uexec, args: ["mcp", ...sandboxArgs], cwd: "/tmp", stderr: "inherit" });
+    const transport = new StdioClientTransport({ command: uexec, args: ["mcp", "--structured-content", ...sandboxArgs], cwd: "/tmp", stderr: "inherit" });
     const client = new Client({ name: "mcp-approvals-eof", version: "1.0.0" }, { capabilities: { elicitation: {} } });
     let seen = false;
     client.setRequestHandler(ElicitRequestSchema, () => { seen = true; return new Promise(() => {}); });  // never answers
@@ -154,7 +154,7 @@ try {
   daemon.stderr.on("data", (x) => { err += x; });
   for (let i = 0; i < 400 && !err.includes("listening on unix:") && daemon.exitCode === null; i++) await sleep(25);
   check("[serve] the daemon listens", err.includes("listening on unix:"), err);
-  await cases("mcp --connect", ["mcp", "--connect", sock]);
+  await cases("mcp --connect", ["mcp", "--connect", sock, "--structured-content"]);
   daemon.kill("SIGTERM");
   await Promise.race([once(daemon, "exit"), sleep(10000)]);
   fs.rmSync(dir, { recursive: true, force: true });
