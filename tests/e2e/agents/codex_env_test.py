@@ -13,7 +13,10 @@ model and on the disk: the AGENTS.md marker reached the model, apply_patch wrote
 the outputs and exit codes came back, no request got -32601 or an error other than "not
 found" (-32004), every request was answered, and under workspace-write the write outside the
 workspace was refused. The same script runs against Codex's own exec-server as the peer:
-whatever passes there must pass through uexec.
+whatever passes there must pass through uexec. One more run (uexec-mcp) registers `uexec mcp`
+as an MCP server of Codex's own environment and checks what the model reads from its tools:
+the output as plain text, the exit code and session id, the truncation named in the header,
+and read_output at that offset returning exactly those bytes.
 
 Each run works in a fresh directory under /var/tmp (kept with --keep or on failure, for its
 logs: requests.jsonl, proto.jsonl, codex.stderr). Exit 0 when every run passes; 77 (meson's
@@ -44,6 +47,7 @@ MATRIX = [
     ("uexec-stdio-git", dict(server="uexec", scenario="rich", git=True)),
     ("uexec-ws-toml", dict(server="uexec", scenario="rich", transport="ws-toml")),
     ("uexec-ws-env", dict(server="uexec", scenario="rich", transport="ws-env")),
+    ("uexec-mcp", dict(server="uexec", scenario="mcp", transport="mcp", model="gpt-5")),
     ("codex-stdio", dict(server="codex", scenario="rich")),
     ("codex-stdio-workspace-write", dict(server="codex", scenario="rich", sandbox="workspace-write")),
 ]
@@ -116,6 +120,13 @@ stream_idle_timeout_ms = 20000
 [analytics]
 enabled = false
 """)
+        if a.transport == "mcp":  # uexec as an MCP server of Codex's local environment
+            f.write(f"""
+[mcp_servers.uexec]
+command = {toml_str(uexec)}
+args = ["mcp"]
+default_tools_approval_mode = "approve"
+""")
 
     server_prog = UEXEC if a.server == "uexec" else a.codex
     server_args = ["exec-server", "--listen", "stdio"]
@@ -126,7 +137,9 @@ enabled = false
         args = [os.path.join(BASE, "tee_wrap.py"), proto_log, srv_err, "--", server_prog] + server_args
     ws_server = None
     ws_url = None
-    if a.transport == "stdio":
+    if a.transport == "mcp":
+        pass  # no environments.toml: Codex's own environment, uexec's tools over MCP
+    elif a.transport == "stdio":
         with open(os.path.join(home, "environments.toml"), "w") as f:
             f.write(f"""default = "remote"
 include_local = false
@@ -221,7 +234,10 @@ auth_bearer_token = {toml_str(token)}
             ws_server.wait()
 
     mock_err.close()
-    report = analyze(ws, wsp, marker, req_log, proto_log, rc, timed_out, elapsed, a)
+    if a.transport == "mcp":
+        report = analyze_mcp(ws, req_log, rc, timed_out, elapsed, a)
+    else:
+        report = analyze(ws, wsp, marker, req_log, proto_log, rc, timed_out, elapsed, a)
     with open(os.path.join(ws, "report.json"), "w") as f:
         json.dump(report, f, indent=1)
     return report
@@ -368,6 +384,42 @@ def analyze(ws, wsp, marker, req_log, proto_log, rc, timed_out, elapsed, a):
         "proto_meta": meta,
         "checks": checks, "all_ok": all(checks.values()),
     }
+
+
+def analyze_mcp(ws, req_log, rc, timed_out, elapsed, a):
+    """What the model received from uexec's MCP tools: readable text with everything in it."""
+    reqs = load_jsonl(req_log)
+    steps = [r.get("step") for r in reqs]
+    outputs = {}
+    for r in reqs:
+        body = r.get("body") if isinstance(r.get("body"), dict) else {}
+        for item in body.get("input") or []:
+            if item.get("type") == "function_call_output":
+                out = item.get("output")
+                if isinstance(out, list):  # Codex passes an MCP result's text items as input_text
+                    out = "".join(part.get("text", "") for part in out if isinstance(part, dict))
+                outputs.setdefault(item.get("call_id"), out if isinstance(out, str) else json.dumps(out))
+    small, large, reread = (outputs.get(k, "") for k in ("call_mcp_small", "call_mcp_large", "call_mcp_reread"))
+    m = mock_responses.MCP_OMITTED.search(large)
+    whole = "".join(f"{i}\n" for i in range(1, 200001))
+    want = whole[int(m.group(4)):int(m.group(4)) + mock_responses.MCP_REREAD_BYTES] if m else None
+    checks = {
+        "codex_exit_0": rc == 0 and not timed_out,
+        "turn_completed": "step-final" in steps,
+        "small: the output as plain text": "hi-42\n1\n2\n3\n4\n5\n" in small,
+        "small: the exit code": "Process exited with code 0" in small,
+        "small: the session id": re.search(r"Session ID: \d+ \(exited", small) is not None,
+        "small: no JSON of structuredContent": '"output":' not in small and "structuredContent" not in small,
+        "large: the truncation said in the header, with the read_output call": m is not None,
+        "reread: read_output at that offset returns those bytes": want is not None and want in reread,
+    }
+    return {"ws": ws, "transport": a.transport, "scenario": a.scenario, "git": a.git, "server": a.server,
+            "tee": False, "model": a.model, "codex_rc": rc, "timed_out": timed_out, "elapsed_s": round(elapsed, 2),
+            "mock_steps": steps, "tools_advertised_req1": [], "marker": "", "marker_in_requests": [],
+            "echo_output": small, "patch_output": None, "made_txt": None, "tool_outputs": outputs,
+            "codex_event_types": {}, "final_messages": [], "protocol_requests": {},
+            "protocol_notifications_c2s": {}, "protocol_notifications_s2c": {}, "protocol_errors": [],
+            "protocol_unanswered": [], "proto_meta": [], "checks": checks, "all_ok": all(checks.values())}
 
 
 def print_report(r):

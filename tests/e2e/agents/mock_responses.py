@@ -13,12 +13,14 @@ request's `input` (so retries are harmless):
 The "rich" scenario adds steps between 2 and 3 (rich_steps): a patch that updates, adds a
 nested file and deletes, a patch that escapes the workspace, a tty session driven by
 write_stdin, a command naming its parent process, a write outside the workspace, and a
-command that writes to stderr and exits 3.
+command that writes to stderr and exits 3. The "mcp" scenario calls uexec's MCP tools instead
+(mcp_steps): a small command, a large one, and read_output at the offset its header names.
 Every request (method, path, headers, parsed JSON body) is appended to the log.
 """
 import argparse
 import json
 import os
+import re
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -132,7 +134,6 @@ def rich_steps(tools, body):
             "type": "function_call", "name": "exec_command", "call_id": "call_stdin",
             "arguments": json.dumps({"cmd": INTERACTIVE_CMD, "tty": True, "yield_time_ms": 500})}))
         out = find_output(body, "call_stdin") or ""
-        import re
         m = re.search(r"session ID (\d+)", out)
         if m:
             steps.append(("step-interactive-write", {
@@ -153,12 +154,40 @@ def rich_steps(tools, body):
     return steps
 
 
+# --- "mcp" scenario: uexec's MCP tools (`uexec mcp`, Codex's namespace mcp__uexec) ---
+MCP_SMALL_CMD = "printf 'hi-42\\n'; seq 1 5"
+MCP_LARGE_CMD = "seq 1 200000"
+MCP_OMITTED = re.compile(r"Omitted: bytes (\d+)-(\d+) \(truncated\); read_output session_id=(\d+) offset=(\d+) length=(\d+)")
+MCP_REREAD_BYTES = 2000
+
+
+def mcp_steps(tools, body):
+    """A small command, a large one, then read_output at the offset the large one's header names."""
+    if "mcp__uexec" not in tools:
+        return []
+
+    def call(call_id, name, args):
+        return {"type": "function_call", "namespace": "mcp__uexec", "name": name, "call_id": call_id,
+                "arguments": json.dumps(args)}
+    steps = [("mcp-small", call("call_mcp_small", "exec_command", {"cmd": MCP_SMALL_CMD})),
+             ("mcp-large", call("call_mcp_large", "exec_command", {"cmd": MCP_LARGE_CMD}))]
+    m = MCP_OMITTED.search(find_output(body, "call_mcp_large") or "")
+    if m:
+        steps.append(("mcp-reread", call("call_mcp_reread", "read_output",
+                                         {"session_id": int(m.group(3)), "offset": int(m.group(4)),
+                                          "length": min(int(m.group(5)), MCP_REREAD_BYTES)})))
+    return steps
+
+
 def choose_items(body):
     tools = tool_index(body)
     seen = {cid for cid, _ in call_outputs(body)}
     if not tools:
         return "no-tools", [message_item("done")]
-    steps = [("step1-shell", shell_call_item(tools)), ("step2-patch", patch_call_item(tools))]
+    if SCENARIO["name"] == "mcp":
+        steps = mcp_steps(tools, body)
+    else:
+        steps = [("step1-shell", shell_call_item(tools)), ("step2-patch", patch_call_item(tools))]
     if SCENARIO["name"] == "rich":
         steps += rich_steps(tools, body)
     for name, item in steps:
@@ -244,7 +273,7 @@ def main():
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--log", required=True)
     ap.add_argument("--port-file")
-    ap.add_argument("--scenario", choices=["basic", "rich"], default="basic")
+    ap.add_argument("--scenario", choices=["basic", "rich", "mcp"], default="basic")
     a = ap.parse_args()
     SCENARIO["name"] = a.scenario
     Handler.log_path = a.log
