@@ -15,6 +15,7 @@
 #include "rpc/agent_tools.h"
 #include "rpc/approval_broker.h"
 #include "rpc/json_rpc.h"
+#include "rpc/mcp_progress.h"
 #include "rpc/mcp_server.h"
 
 namespace uexec::rpc {
@@ -155,8 +156,10 @@ void McpRelay::on_daemon_line(std::string_view line) {
     auto it = pending_.find(token.get<std::int64_t>());
     if (it == pending_.end() || it->second.cancelled || it->second.progress_token.is_null()) return;
     Pending& p = it->second;
-    json note = {{"progressToken", p.progress_token}, {"progress", ++p.progress}, {"message", params.value("delta", "")}};
-    send_(encode_notification("notifications/progress", std::move(note)));
+    if (!p.progress) p.progress.emplace(p.progress_token);
+    const json& delta = params.contains("delta") && params["delta"].is_string() ? params["delta"] : json("");
+    if (auto note = p.progress->on_output(delta.get_ref<const std::string&>(), ProgressReporter::Clock::now()))
+      send_(encode_notification("notifications/progress", std::move(*note)));
     return;
   }
   if (!m.contains("id") || !m["id"].is_number_integer()) return;

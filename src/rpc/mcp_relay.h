@@ -41,6 +41,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,7 @@
 #include "loop/timer.h"
 #include "rpc/line_channel.h"
 #include "rpc/mcp_elicitation.h"
+#include "rpc/mcp_progress.h"
 #include "rpc/mcp_protocol.h"
 
 namespace uexec::rpc {
@@ -83,7 +85,7 @@ class McpRelay final : public McpEndpoint {
     std::string tool;
     std::string cmd;         // exec_command's command line, to match approval/requests
     std::string note;        // approval was needed and could not be asked: said in the result
-    long progress = 0;       // notifications/progress sent so far
+    std::optional<ProgressReporter> progress;  // made at the first output, when progress_token is set
     bool cancelled = false;  // notifications/cancelled: drop the reply
   };
 

@@ -7,6 +7,7 @@
 
 #include "rpc/agent_tools.h"
 #include "rpc/json_rpc.h"
+#include "rpc/mcp_progress.h"
 #include "base/log.h"
 
 namespace uexec::rpc {
@@ -51,9 +52,9 @@ void McpServer::call_tool(const json& id, const std::string& name, const json& a
   std::function<void(std::string_view)> on_delta;
   if (!progress_token.is_null()) {
     // The call ends (replied or cancelled) before this server goes, so `this` outlives it.
-    on_delta = [this, progress_token, n = 0L](std::string_view text) mutable {
-      send_(encode_notification("notifications/progress",
-                                {{"progressToken", progress_token}, {"progress", ++n}, {"message", text}}));
+    on_delta = [this, progress = ProgressReporter(progress_token)](std::string_view text) mutable {
+      if (auto note = progress.on_output(text, ProgressReporter::Clock::now()))
+        send_(encode_notification("notifications/progress", std::move(*note)));
     };
   }
   std::shared_ptr<policy::ToolOrchestrator> approvals;

@@ -51,8 +51,8 @@ check("quick exit: exit_code 0", r.structuredContent?.exit_code === 0, text(r));
 check("quick exit: no session id", r.structuredContent?.session_id === null && !text(r).includes("session ID"), text(r));
 check("quick exit: text", text(r).includes("Process exited with code 0\n") && text(r).endsWith("Output:\nquick\n"), text(r));
 
-// Streaming (docs/agent.md §3.6): with onprogress the SDK sends a progressToken and the
-// output arrives as notifications/progress messages while the call waits.
+// Progress (docs/protocol.md §6): with onprogress the SDK sends a progressToken, and while the
+// call waits notifications/progress carry the newest line of output, at most one per 250 ms.
 const deltas = [];
 // The trailing sleep: the SDK drops a progress notification that it handles after the reply
 // (it removes the handler when the response arrives), so the last piece must come earlier.
@@ -60,8 +60,17 @@ r = await client.callTool({ name: "exec_command", arguments: { cmd: "echo first;
   undefined, { onprogress: (p) => deltas.push(p) });
 for (let i = 0; i < 50 && deltas.length < 2; i++) await new Promise((res) => setTimeout(res, 20));
 check("progress: the call still returns the whole output", r.structuredContent?.output === "first\nsecond\n", text(r));
-check("progress: deltas arrive, in order, with the output", deltas.length >= 2 && deltas.map((d) => d.message).join("") === "first\nsecond\n" &&
-  deltas.every((d, i) => d.progress === i + 1), JSON.stringify(deltas));
+check("progress: the newest line arrives, in order", deltas.length === 2 && deltas[0].message === "first" &&
+  deltas[1].message === "second" && deltas.every((d, i) => d.progress === i + 1), JSON.stringify(deltas));
+const flood = [];
+const floodStart = Date.now();
+r = await client.callTool({ name: "exec_command", arguments: { cmd: "for i in $(seq 1 30); do seq 1 20000; sleep 0.05; done; sleep 0.3", login: false, yield_time_ms: 20000 } },
+  undefined, { onprogress: (p) => flood.push(p) });
+const floodMs = Date.now() - floodStart;  // at most one notification per 250 ms of it, however slow the machine
+check("progress of a flood: short lines at most every 250 ms, not the output (3.3 MB)",
+  flood.length >= 1 && flood.length <= Math.floor(floodMs / 250) + 1 &&
+  flood.every((p) => p.message.length <= 200 && !p.message.includes("\n")),
+  `${flood.length} notifications in ${floodMs} ms: ${JSON.stringify(flood.slice(0, 3))}`);
 
 await checkCancelled("mcp", client, transport);
 
