@@ -25,7 +25,9 @@ struct AgentConfig {
   milliseconds yield_min{250}, yield_max{30000};
   milliseconds exec_yield_default{10000}, write_yield_default{250};
   milliseconds poll_min{5000}, poll_max{300000};
-  long max_output_tokens = 10000, max_output_tokens_cap = 10000, bytes_per_token = 4;
+  // The default is Codex's 10000 less 500: Gemini CLI cuts a tool result over 40 000 characters
+  // a second time, and 38 000 bytes of output leave room for the envelope's lines.
+  long max_output_tokens = 9500, max_output_tokens_cap = 10000, bytes_per_token = 4;
   std::size_t max_sessions = 64, warn_sessions = 60, protected_recent = 8;
   milliseconds early_exit_grace{150}, post_exit_close_cap{50}, post_write_settle{100};
   milliseconds input_quiet{200}, port_probe{100};
