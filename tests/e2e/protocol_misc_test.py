@@ -254,6 +254,10 @@ if m and om:
     start, length = int(om.group(4)), int(om.group(5))
     check("read_output at the header's offset returns exactly the truncated bytes",
           back == whole[start:start + length], f"{len(back)} chars, want {length}; {back[:80]!r}")
+res, raw = tool("exec_command", {"cmd": "seq 1 200000", "login": False, "yield_time_ms": 20000})
+text = "".join(c.get("text", "") for c in res.get("content", []))
+check("a default result fits Gemini CLI's 40 000-character cut (wrapped in 41 characters of its own)",
+      38000 < len(text) <= 40000 - 41 and "Omitted: bytes" in text, len(text))
 mcp.close()
 
 # ---- 3. a WebSocket upgrade offering only the auth subprotocol ---------------------------------
