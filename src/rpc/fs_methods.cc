@@ -1,12 +1,12 @@
 #include "rpc/fs_methods.h"
 
+#include <fmt/core.h>
 #include <uv.h>
 
 #include <cstring>
 #include <functional>
 #include <optional>
 
-#include "base/log.h"
 #include "rpc/file_uri.h"
 #include "rpc/fs_ops.h"
 #include "rpc/json_rpc.h"
@@ -28,7 +28,6 @@ struct FsMethods::Call {
   std::size_t write_bytes = 0;  // fs/writeFile: its dataBase64's size
   std::optional<policy::SandboxAttempt> attempt;  // set: runs in the helper, in `sandbox_cwd`
   std::string sandbox_cwd;
-  bool sandboxed = false;
   // Sandboxed only.
   std::string session_id;
   std::unique_ptr<session::Subscription> subscription;
@@ -117,7 +116,6 @@ void FsMethods::call(Connection& c, const json& id, const std::string& method, c
                      {{"kind", "sandboxUnavailable"}, {"reason", "no fs-helper"}});
     call->attempt = std::move(choice->attempt);
     call->sandbox_cwd = choice->policy_cwd.empty() ? cwd_ : choice->policy_cwd;
-    call->sandboxed = true;
   }
   ++in_flight_;
   write_bytes_ += call->write_bytes;
@@ -261,7 +259,7 @@ void FsMethods::reply(Call& call, json outcome) {
       const char* name = ::strerrorname_np(err);
       data["errno"] = name ? name : std::to_string(err);
     }
-    if (call.sandboxed && sandbox_refusal(err)) data["kind"] = "sandboxDenied";
+    if (call.attempt && sandbox_refusal(err)) data["kind"] = "sandboxDenied";
     return c.error(call.id, e.value("code", kInternalError), e.value("message", "file operation failed"), std::move(data));
   }
   json result = std::move(outcome["result"]);
