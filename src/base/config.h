@@ -56,6 +56,9 @@ struct SessionLimits {
   std::optional<std::uint64_t> memory_max_bytes;      // cgroup memory.max: the kernel's OOM killer ends it
   std::optional<std::uint32_t> pids_max;              // cgroup pids.max: fork fails past it
   std::optional<double> cpu_max;                      // cgroup cpu.max, in CPUs (0.5 = half of one)
+  // Not a limit the session reports: room for input not yet written, over Config::stdin_queue_max
+  // (the fs helper takes a whole writeFile at once).
+  std::optional<std::size_t> stdin_queue_bytes;
 
   bool needs_cgroup() const noexcept { return memory_max_bytes || pids_max || cpu_max; }
   bool any() const noexcept {
@@ -71,6 +74,7 @@ struct SessionLimits {
     if (over.memory_max_bytes) r.memory_max_bytes = over.memory_max_bytes;
     if (over.pids_max) r.pids_max = over.pids_max;
     if (over.cpu_max) r.cpu_max = over.cpu_max;
+    if (over.stdin_queue_bytes) r.stdin_queue_bytes = over.stdin_queue_bytes;
     return r;
   }
 };

@@ -167,6 +167,8 @@ void FsMethods::run_in_sandbox(std::unique_ptr<Call> call) {
   req.id = fmt::format("fs-helper/{}", n);
   req.limits.retain_bytes = kHelperOutputBytes;
   req.limits.wall_timeout = kHelperTimeout;
+  std::string input = call->op.dump();
+  req.limits.stdin_queue_bytes = input.size();  // the operation goes in whole (a writeFile's data)
   auto started = pm_.start(req, *call->attempt);
   if (!started) {
     const base::Error& e = started.error();
@@ -179,7 +181,7 @@ void FsMethods::run_in_sandbox(std::unique_ptr<Call> call) {
   session::Session& s = *pm_.find(*started);
   call->session_id = *started;
   // The operation, then EOF: the helper reads its stdin to the end.
-  if (!s.write(call->op.dump()) || !s.close_stdin()) {
+  if (!s.write(input) || !s.close_stdin()) {
     pm_.remove(*started);
     return complete(*call, {{"error", {{"code", kInternalError}, {"message", "the sandboxed file helper took no input"}}}});
   }

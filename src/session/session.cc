@@ -50,7 +50,7 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   opts.size = req.size;
   opts.stdin_pipe = req.stdin_pipe;
   opts.read_burst_bytes = config_->read_burst_bytes;
-  opts.stdin_queue_max = config_->stdin_queue_max;
+  opts.stdin_queue_max = limits_.stdin_queue_bytes.value_or(config_->stdin_queue_max);
   const bool supervised = spec->ns_flags != 0;
   if (supervised) {
     tier_ = ContainmentTier::kPidNamespace;  // the kernel empties it when its init goes

@@ -841,6 +841,13 @@ def _files_in(srv, n, top):
     result_of(f"{n}: sandboxed write inside the writable root",
               srv.request("fs/writeFile", {"path": u("/dir/in.txt"), "dataBase64": "aW4=", "sandbox": sandbox}, timeout=15))
     check(os.path.exists(top + "/dir/in.txt"), f"{n}: the sandboxed write landed")
+    big = os.urandom(3 << 20)  # more than a process's stdin queue: the whole operation still goes in
+    result_of(f"{n}: sandboxed write of 3 MiB", srv.request("fs/writeFile", {"path": u("/dir/big.bin"), "dataBase64": b64(big),
+                                                                            "sandbox": sandbox}, timeout=30))
+    rf = result_of(f"{n}: sandboxed read of 3 MiB", srv.request("fs/readFile", {"path": u("/dir/big.bin"), "sandbox": sandbox},
+                                                                timeout=30))
+    check(open(top + "/dir/big.bin", "rb").read() == big and rf is not None and unb64(rf.get("dataBase64", "")) == big,
+          f"{n}: 3 MiB through the sandbox, both ways, byte-exact")
     r = srv.request("fs/writeFile", {"path": u("/out.txt"), "dataBase64": "b3V0", "sandbox": sandbox}, timeout=15)
     check(r is not None and "error" in r, f"{n}: a sandboxed write outside the roots is refused", short(r))
     check(not os.path.exists(top + "/out.txt"), f"{n}: and nothing was written")
