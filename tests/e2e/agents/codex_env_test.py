@@ -53,6 +53,14 @@ MATRIX = [
 ]
 
 
+def write_environment(codex_home, **fields):
+    """$CODEX_HOME/environments.toml naming one environment, "remote", the default; `fields` are TOML values."""
+    lines = ['default = "remote"', "include_local = false", "", "[[environments]]", 'id = "remote"']
+    lines += [f"{key} = {value}" for key, value in fields.items()]
+    with open(os.path.join(codex_home, "environments.toml"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+
+
 def toml_str(s):
     return json.dumps(s)  # JSON string escaping is valid TOML basic-string escaping
 
@@ -140,15 +148,7 @@ default_tools_approval_mode = "approve"
     if a.transport == "mcp":
         pass  # no environments.toml: Codex's own environment, uexec's tools over MCP
     elif a.transport == "stdio":
-        with open(os.path.join(home, "environments.toml"), "w") as f:
-            f.write(f"""default = "remote"
-include_local = false
-
-[[environments]]
-id = "remote"
-program = {toml_str(prog)}
-args = [{", ".join(toml_str(x) for x in args)}]
-""")
+        write_environment(home, program=toml_str(prog), args="[" + ", ".join(toml_str(x) for x in args) + "]")
     else:
         token = uuid.uuid4().hex
         tok_file = os.path.join(ws, "ws.token")
@@ -177,15 +177,7 @@ args = [{", ".join(toml_str(x) for x in args)}]
         if not ws_url:
             print("could not find ws URL in exec-server output", file=sys.stderr)
         if a.transport == "ws-toml":
-            with open(os.path.join(home, "environments.toml"), "w") as f:
-                f.write(f"""default = "remote"
-include_local = false
-
-[[environments]]
-id = "remote"
-url = {toml_str(ws_url or "ws://127.0.0.1:1")}
-auth_bearer_token = {toml_str(token)}
-""")
+            write_environment(home, url=toml_str(ws_url or "ws://127.0.0.1:1"), auth_bearer_token=toml_str(token))
 
     env = dict(os.environ)
     for k in list(env):
