@@ -196,7 +196,12 @@ void FsMethods::on_helper_output(std::uint64_t n) {
   if (it == helpers_.end() || it->second->done) return;
   Call& call = *it->second;
   session::Session* s = pm_.find(call.session_id);
-  if (!s) return;
+  if (!s) {  // not expected (only sweep() removes a helper), but a call must never hang
+    call.done = true;
+    call.subscription.reset();
+    complete(call, {{"error", {{"code", kInternalError}, {"message", "the sandboxed file helper went away"}}}});
+    return sweep_.start(std::chrono::milliseconds{0}, [this] { sweep(); });
+  }
   auto read = s->output().read_from(call.cursor, SIZE_MAX);
   call.cursor = read.next;
   bool overflow = call.overflow || read.gap > 0;
