@@ -346,6 +346,7 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
 }
 
 json AgentTools::tools_list(const std::string& version, bool structured) {
+  const long kDefaultTokens = base::AgentConfig{}.max_output_tokens;  // what a call without it gets
   bool v2025_06 = version >= "2025-06-18";  // revisions are dates
   bool annotations = version != "2024-11-05";
   json keys_enum = json::array();
@@ -359,7 +360,21 @@ json AgentTools::tools_list(const std::string& version, bool structured) {
     if (!required.empty()) t["inputSchema"]["required"] = std::move(required);
     if (v2025_06) {
       t["title"] = title;
-      if (structured && std::string(name) != "list_sessions")
+      if (structured && std::string(name) == "list_sessions")
+        t["outputSchema"] = {{"type", "object"},
+                             {"required", {"sessions"}},
+                             {"properties",
+                              {{"sessions",
+                                {{"type", "array"},
+                                 {"items",
+                                  {{"type", "object"},
+                                   {"properties",
+                                    {{"session_id", {{"type", "integer"}}},
+                                     {"name", {{"type", {"string", "null"}}}},
+                                     {"state", {{"type", "string"}}},
+                                     {"command", {{"type", "string"}}},
+                                     {"exit_code", {{"type", {"integer", "null"}}}}}}}}}}}}};
+      else if (structured)
         t["outputSchema"] = {{"type", "object"},
                              {"required", {"chunk_id", "wall_time_seconds", "output"}},
                              {"properties",
@@ -397,7 +412,7 @@ json AgentTools::tools_list(const std::string& version, bool structured) {
        {"yield_time_ms",
         {{"type", "number"}, {"default", 10000}, {"description", "How long to wait for output (250-30000 ms)."}}},
        {"max_output_tokens",
-        {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens (4 bytes each)."}}},
+        {{"type", "number"}, {"default", kDefaultTokens}, {"description", "Output budget in tokens (4 bytes each)."}}},
        {"rows", prop("integer", "Terminal rows with tty (default 24).")},
        {"cols", prop("integer", "Terminal columns with tty (default 80).")},
        {"name", prop("string", "A name for the session; the same name and command again returns the running one.")},
@@ -432,7 +447,7 @@ json AgentTools::tools_list(const std::string& version, bool structured) {
        {"close_stdin", {{"type", "boolean"}, {"default", false}, {"description", "Send EOF after the input."}}},
        {"yield_time_ms",
         {{"type", "number"}, {"default", 250}, {"description", "How long to wait for output (250-30000 ms; polls 5000-300000)."}}},
-       {"max_output_tokens", {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens."}}},
+       {"max_output_tokens", {{"type", "number"}, {"default", kDefaultTokens}, {"description", "Output budget in tokens."}}},
        {"until", until_schema()},
        {"secret", prop("boolean", "The input is a secret: it is written to the process only, never logged.")},
        {"view",
@@ -459,7 +474,7 @@ json AgentTools::tools_list(const std::string& version, bool structured) {
          {"description", "What to send."}}},
        {"grace_ms",
         {{"type", "integer"}, {"minimum", 0}, {"default", 1000}, {"description", "Grace before SIGKILL (terminate)."}}},
-       {"max_output_tokens", {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens."}}}},
+       {"max_output_tokens", {{"type", "number"}, {"default", kDefaultTokens}, {"description", "Output budget in tokens."}}}},
       json::array(), "destructiveHint"));
   tools.push_back(tool(
       "read_output", "Read retained output",
@@ -474,7 +489,7 @@ json AgentTools::tools_list(const std::string& version, bool structured) {
        {"ignore_case", {{"type", "boolean"}, {"default", false}, {"description", "grep ignoring case."}}},
        {"context", {{"type", "integer"}, {"minimum", 0}, {"default", 0}, {"description", "Lines of context around hits."}}},
        {"max_matches", {{"type", "integer"}, {"minimum", 1}, {"default", 50}, {"description", "Most grep hits."}}},
-       {"max_output_tokens", {{"type", "number"}, {"default", 10000}, {"description", "Output budget in tokens."}}},
+       {"max_output_tokens", {{"type", "number"}, {"default", kDefaultTokens}, {"description", "Output budget in tokens."}}},
        {"view",
         {{"type", "string"},
          {"enum", {"raw", "screen"}},

@@ -20,6 +20,10 @@ check("tools/list", JSON.stringify(names) ===
   JSON.stringify(["exec_command", "kill_session", "list_sessions", "read_output", "write_stdin"]), names.join(","));
 const exec = tools.find((t) => t.name === "exec_command");
 check("exec_command schema", exec.inputSchema.required?.includes("cmd") && exec.inputSchema.additionalProperties === false);
+check("with --structured-content every tool declares an outputSchema (the SDK checks results against it)",
+  tools.every((t) => t.outputSchema?.type === "object"), JSON.stringify(tools.filter((t) => !t.outputSchema).map((t) => t.name)));
+check("max_output_tokens' default is the server's (9500)", exec.inputSchema.properties.max_output_tokens?.default === 9500,
+  JSON.stringify(exec.inputSchema.properties.max_output_tokens));
 check("every property has a description",
   tools.every((t) => Object.values(t.inputSchema.properties).every((p) => typeof p.description === "string")));
 
