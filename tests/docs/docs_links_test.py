@@ -3,7 +3,7 @@
 
 usage: docs_links_test.py [SOURCE_ROOT]
 
-Walks src/, tests/, tools/, fuzz/ (not its corpora), docs/, README.md and the top-level meson
+Walks src/, tests/, tools/, fuzz/ (not its corpora), docs/, dist/, debian/, README.md and the top-level meson
 files, and fails, naming file and line, when a file
   - points outside the repository at the design notes the project began from (the `shared`
     directory beside the checkout), or names one of them (`agent-semantics`, `platform-notes`, or a design
@@ -22,7 +22,7 @@ import sys
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", ".."))
 SELF = os.path.abspath(__file__)
 TOP_FILES = ["README.md", "meson.build", "meson_options.txt"]
-TREES = ["src", "tests", "tools", "fuzz", "docs"]
+TREES = ["src", "tests", "tools", "fuzz", "docs", "dist", "debian"]
 SKIP_DIRS = {"node_modules", ".git", "corpus", "regressions", "__pycache__"}
 TEXT_EXT = {".cc", ".h", ".c", ".py", ".sh", ".mjs", ".js", ".md", ".tsv", ".build", ".txt", ".dict",
             ".html", ".css", ".json", ".wrap", ".in", ""}
