@@ -128,8 +128,8 @@ int cmd_serve(const std::vector<std::string>& args) {
                "  http://127.0.0.1:8022/ (open the URL it prints, or `uexec url`'s: the token rides in its\n"
                "  #fragment). The token is kept across restarts, so open pages reconnect; --new-token\n"
                "  makes a fresh one (every page holding the old one is then refused).\n"
-               "  --web-root: the page's directory (default $UEXEC_WEB_ROOT, else the source tree's\n"
-               "  src/web/page).\n"
+               "  --web-root: the page's directory (default $UEXEC_WEB_ROOT; else an installed uexec's\n"
+               "  installed page, <datadir>/uexec/web, and a build tree's the source tree's src/web/page).\n"
                "  A WebSocket client sends the token as `Authorization: Bearer <token>` or, from a\n"
                "  browser, as the subprotocol `uexec.auth.<token>`; without it: 401, from a page of\n"
                "  another origin or under a Host name that is not ours: 403.\n",

@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <random>
 #include <string_view>
 #include <vector>
@@ -320,8 +321,14 @@ const struct lws_protocols kProtocols[] = {
 
 std::string default_web_root() {
   if (const char* env = std::getenv("UEXEC_WEB_ROOT"); env && *env) return env;
-#ifdef UEXEC_WEB_ROOT_DEFAULT
-  return UEXEC_WEB_ROOT_DEFAULT;
+#if defined(UEXEC_WEB_ROOT_SOURCE) && defined(UEXEC_WEB_ROOT_INSTALLED) && defined(UEXEC_INSTALLED_BINARY)
+  // The kernel's path of this executable, symlinks resolved (/bin/uexec is /usr/bin/uexec).
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && self == std::filesystem::path(UEXEC_INSTALLED_BINARY)) return UEXEC_WEB_ROOT_INSTALLED;
+  // A build tree's binary serves the page it was built with, while that tree is there.
+  if (std::filesystem::is_directory(UEXEC_WEB_ROOT_SOURCE, ec)) return UEXEC_WEB_ROOT_SOURCE;
+  return UEXEC_WEB_ROOT_INSTALLED;
 #else
   return {};
 #endif

@@ -50,8 +50,10 @@ struct WsOptions {
   std::string web_root;            // the web page's directory (index.html, node_modules/…); empty: none
 };
 
-// Where the page's files are when no --web-root is given: $UEXEC_WEB_ROOT, else the source
-// tree's src/web/page (set at build time).
+// Where the page's files are when no --web-root is given: $UEXEC_WEB_ROOT; else, when this
+// executable is the installed one (<prefix>/<bindir>/uexec), the installed page
+// (<prefix>/<datadir>/uexec/web); else the source tree's src/web/page while it exists (all three
+// set at build time).
 std::string default_web_root();
 
 class WsServer {
