@@ -15,7 +15,7 @@ _uexec() {
     cur=${COMP_WORDS[COMP_CWORD]}; prev=${COMP_WORDS[COMP_CWORD-1]}
     words=("${COMP_WORDS[@]}"); cword=$COMP_CWORD
   fi
-  local commands="run sandbox serve start ls attach send kill logs stop url mcp exec-server demo help version"
+  local commands="run sandbox serve start ls attach send kill logs stop url mcp exec-server config demo help version"
   local sandbox_opts="--mode --writable --deny-read --network --backend --private-tmp --log-denials --approval --cwd --env --check --print"
   local policy_opts="--sandbox --writable --deny-read --network --backend --approval"
   local ws_opts="--allow-origin --allow-host --allow-remote --token-file"
@@ -55,6 +55,7 @@ _uexec() {
     logs) opts="--follow" ;;
     mcp) opts="--connect --structured-content $policy_opts" ;;
     exec-server) opts="--listen --shutdown-grace-ms $ws_opts $policy_opts" ;;
+    config) opts="--path --sample" ;;
   esac
   if [[ $cur == -* ]]; then
     COMPREPLY=($(compgen -W "$opts --help" -- "$cur"))

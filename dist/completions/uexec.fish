@@ -5,7 +5,7 @@ function __uexec_ids
     UEXEC_AUTOSTART=0 timeout 2 uexec ls 2>/dev/null | awk 'NR > 1 { print $1; if ($2 != "-") print $2 }'
 end
 
-set -l commands run sandbox serve start ls attach send kill logs stop url mcp exec-server demo help version
+set -l commands run sandbox serve start ls attach send kill logs stop url mcp exec-server config demo help version
 complete -c uexec -f
 complete -c uexec -n "not __fish_seen_subcommand_from $commands" -a run -d 'Run one command, streaming its output'
 complete -c uexec -n "not __fish_seen_subcommand_from $commands" -a sandbox -d 'Run a command under a sandbox policy'
@@ -20,6 +20,7 @@ complete -c uexec -n "not __fish_seen_subcommand_from $commands" -a stop -d 'Sto
 complete -c uexec -n "not __fish_seen_subcommand_from $commands" -a url -d "The web terminal's URL"
 complete -c uexec -n "not __fish_seen_subcommand_from $commands" -a mcp -d 'An MCP server for agents on stdio'
 complete -c uexec -n "not __fish_seen_subcommand_from $commands" -a exec-server -d "Codex exec-server's protocol"
+complete -c uexec -n "not __fish_seen_subcommand_from $commands" -a config -d "The config file's effective settings"
 complete -c uexec -n "not __fish_seen_subcommand_from $commands" -a demo -d 'A login shell through the session core'
 complete -c uexec -n "not __fish_seen_subcommand_from $commands" -a help -d 'The usage'
 complete -c uexec -n "not __fish_seen_subcommand_from $commands" -a version -d 'The version'
@@ -62,6 +63,8 @@ complete -c uexec -n "__fish_seen_subcommand_from serve exec-server" -l allow-re
 complete -c uexec -n "__fish_seen_subcommand_from serve exec-server" -l token-file -r
 complete -c uexec -n "__fish_seen_subcommand_from exec-server" -l listen -x -a 'stdio'
 complete -c uexec -n "__fish_seen_subcommand_from exec-server" -l shutdown-grace-ms -x
+complete -c uexec -n "__fish_seen_subcommand_from config" -l path -d "The file's path only"
+complete -c uexec -n "__fish_seen_subcommand_from config" -l sample -d "A commented sample file"
 
 # the daemon's clients, mcp
 complete -c uexec -n "__fish_seen_subcommand_from ls" -l all

@@ -72,9 +72,10 @@ std::vector<std::string> apply_env_policy(const std::vector<std::string>& base, 
 }
 
 std::vector<std::string> build_agent_env(const std::vector<std::string>& base, const EnvPolicy& policy,
-                                         long session_id) {
+                                         long session_id, bool preset) {
   std::vector<std::string> env = apply_env_policy(base, policy);
-  for (const auto& [k, v] : agent_preset()) env_put(env, k, v);
+  if (preset)
+    for (const auto& [k, v] : agent_preset()) env_put(env, k, v);
   env_put(env, "UEXEC_SESSION_ID", std::to_string(session_id));
   if (!env_get(env, "PATH")) env.push_back("PATH=/usr/local/bin:/usr/bin:/bin");
   return env;

@@ -34,9 +34,10 @@ std::vector<std::string> apply_env_policy(const std::vector<std::string>& base, 
 // Sets NAME=value in `env`, replacing an earlier value.
 void env_put(std::vector<std::string>& env, const std::string& name, const std::string& value);
 
-// Builds the agent env ("NAME=value" list) from `base` ("NAME=value" entries).
+// Builds the agent env ("NAME=value" list) from `base` ("NAME=value" entries); without
+// `preset` (the config's agent.env_preset = false) the preset's pairs are left out.
 std::vector<std::string> build_agent_env(const std::vector<std::string>& base, const EnvPolicy& policy,
-                                         long session_id);
+                                         long session_id, bool preset = true);
 
 // The value of NAME in an env list, or nullopt.
 std::optional<std::string> env_get(const std::vector<std::string>& env, std::string_view name);

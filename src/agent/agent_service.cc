@@ -182,7 +182,7 @@ void AgentService::finish(Call& c) {
 Result<long> AgentService::start_session(const ExecParams& p, Call* c) {
   long id = registry_.allocate_id();
   auto release = [&] { registry_.release_id(id); };
-  std::vector<std::string> env = build_agent_env(base_env_, EnvPolicy{}, id);
+  std::vector<std::string> env = build_agent_env(base_env_, EnvPolicy{}, id, cfg_.env_preset);
   auto shell = resolve_shell(p.shell, env);
   if (!shell) {
     release();

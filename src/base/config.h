@@ -34,6 +34,7 @@ struct AgentConfig {
   std::size_t tombstones_max = 4096;
   milliseconds ended_linger{600000};
   bool allow_login_shell = true;
+  bool env_preset = true;  // the agent preset (agent/agent_env.h) over each command's environment
   bool deterministic_ids = false;  // tests: ids 1000, 1001, …
   bool envelope_extensions = true;
   std::size_t delta_max_bytes = 8192, deltas_per_call = 10000;  // streaming (docs/agent.md §3.6)

@@ -21,6 +21,7 @@
 #include "cli/host.h"
 #include "policy/control_registry.h"
 #include "cli/sandbox_flags.h"
+#include "cli/user_config.h"
 #include "cli/ws_listener_flags.h"
 
 namespace uexec::cli {
@@ -28,7 +29,13 @@ namespace uexec::cli {
 int cmd_exec_server(const std::vector<std::string>& args) {
   std::string listen = "stdio";
   long grace_ms = -1;
+  // The config file first (user_config.h); the flags below override it.
+  bool wants_help = false;
+  for (const auto& a : args) wants_help = wants_help || a == "--help" || a == "-h";
+  std::optional<UserConfig> config = wants_help ? UserConfig{} : load_user_config_or_say("uexec exec-server");
+  if (!config) return kExitUsage;
   SandboxFlags sandbox;
+  sandbox.seed(*config);
   WsListenerFlags ws_flags;
   Flags flags(Unmatched::kRefuse, "argument");
   flags.help();
@@ -60,6 +67,7 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     std::fputs("  process/start takes its own `sandbox`; these set the default for exec/* (the agent tools):\n",
                stdout);
     std::fputs(SandboxFlags::kHelp, stdout);
+    std::fputs(kConfigNote, stdout);
     return 0;
   }
   if (!parsed.ok()) {
@@ -101,7 +109,10 @@ int cmd_exec_server(const std::vector<std::string>& args) {
     if (sandbox.profile && wo.token.empty()) {
       // A sandboxed command with the network on could reach this port and start itself a
       // process without the sandbox: a sandbox needs an authenticated listener.
-      std::fputs("uexec exec-server: --sandbox with --listen ws:// needs a token (UEXEC_WS_TOKEN or --token-file)\n", stderr);
+      std::fputs(sandbox.flagged ? "uexec exec-server: --sandbox with --listen ws:// needs a token (UEXEC_WS_TOKEN or --token-file)\n"
+                                 : "uexec exec-server: the config's sandbox.mode with --listen ws:// needs a token "
+                                   "(UEXEC_WS_TOKEN or --token-file)\n",
+                 stderr);
       return kExitUsage;
     }
     if (!ws_flags.apply(wo, "uexec exec-server")) return kExitUsage;
@@ -110,6 +121,7 @@ int cmd_exec_server(const std::vector<std::string>& args) {
   HostOptions ho;
   ho.who = "uexec exec-server";
   ho.sandbox = &sandbox;
+  ho.config = &*config;
   if (grace_ms > 0) ho.terminate_grace = std::chrono::milliseconds{grace_ms};
   ho.exec_server.emplace();
   ho.exec_server->daemon = ws;  // over WebSocket a dropped connection detaches its session (resume within the TTL)

@@ -21,6 +21,7 @@
 #include "cli/flags.h"
 #include "cli/host.h"
 #include "cli/sandbox_flags.h"
+#include "cli/user_config.h"
 #include "loop/loop.h"
 #include "rpc/line_channel.h"
 #include "rpc/mcp_relay.h"
@@ -51,7 +52,7 @@ constexpr const char* kUsage =
     "                        instead of the text, and Gemini CLI ignores it)\n";
 
 // `uexec mcp --connect`: MCP on stdio, tool calls relayed to the daemon at `socket_path`.
-int run_connected(const std::string& socket_path, bool structured_content) {
+int run_connected(const std::string& socket_path, bool structured_content, long default_output_tokens) {
   // A daemon that closes its end under a pending write must be an EOF to handle, not a signal
   // that ends us (here no PtyProcess has set SIGPIPE aside for us).
   ::signal(SIGPIPE, SIG_IGN);
@@ -59,6 +60,8 @@ int run_connected(const std::string& socket_path, bool structured_content) {
   rpc::LineChannel channel(loop, 0, 1);
   rpc::McpRelay relay(loop, socket_path, [&](std::string msg) { channel.send(std::move(msg)); });
   relay.set_structured_content(structured_content);
+  // The daemon reads the same config file: its default budget is this one.
+  relay.set_default_output_tokens(default_output_tokens);
   int code = 0;
   bool stopping = false;
   auto stop = [&] {
@@ -106,9 +109,15 @@ int run_connected(const std::string& socket_path, bool structured_content) {
 }  // namespace
 
 int cmd_mcp(const std::vector<std::string>& args) {
+  // The config file first (user_config.h); the flags below override it.
+  bool wants_help = false;
+  for (const auto& a : args) wants_help = wants_help || a == "--help" || a == "-h";
+  std::optional<UserConfig> config = wants_help ? UserConfig{} : load_user_config_or_say("uexec mcp");
+  if (!config) return kExitUsage;
   SandboxFlags sandbox;
+  sandbox.seed(*config);
   bool connect = false;
-  bool structured_content = false;
+  bool structured_content = config->structured_content;
   std::string socket_path;
   Flags flags(Unmatched::kRefuse);
   flags.help();
@@ -122,6 +131,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
   if (parsed.help) {
     std::fputs(kUsage, stdout);
     std::fputs(SandboxFlags::kHelp, stdout);
+    std::fputs(kConfigNote, stdout);
     return 0;
   }
   if (!parsed.ok()) {
@@ -133,7 +143,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
     return kExitUsage;
   }
   if (connect) {
-    if (sandbox.profile) {
+    if (sandbox.flagged) {  // the config file's [sandbox] is for the sessions of a manager of its own
       std::fputs("uexec mcp: --sandbox sets the sessions of uexec mcp's own manager; with --connect they are the "
                  "daemon's: start it with `uexec serve --sandbox MODE`\n",
                  stderr);
@@ -156,11 +166,12 @@ int cmd_mcp(const std::vector<std::string>& args) {
         return kExitInternal;
       }
     }
-    return run_connected(socket_path, structured_content);
+    return run_connected(socket_path, structured_content, config->max_output_tokens);
   }
   HostOptions ho;
   ho.who = "uexec mcp";
   ho.sandbox = &sandbox;
+  ho.config = &*config;
   auto host = Host::create(ho);
   if (!host) return kExitUsage;
   if (auto r = host->serve_mcp_stdio(structured_content); !r) {

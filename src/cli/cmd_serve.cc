@@ -28,6 +28,7 @@
 #include "cli/host.h"
 #include "cli/sandbox_flags.h"
 #include "cli/session_defaults.h"
+#include "cli/user_config.h"
 #include "cli/ws_listener_flags.h"
 #include "policy/control_registry.h"
 #include "rpc/unix_server.h"
@@ -75,12 +76,18 @@ bool write_private(const std::string& path, const std::string& text) {
 #endif
 
 int cmd_serve(const std::vector<std::string>& args) {
+  // The config file first (user_config.h); the flags below override it.
+  bool wants_help = false;
+  for (const auto& a : args) wants_help = wants_help || a == "--help" || a == "-h";
+  std::optional<UserConfig> config = wants_help ? UserConfig{} : load_user_config_or_say("uexec serve");
+  if (!config) return kExitUsage;
   std::string socket_path = rpc::default_socket_path();
-  std::string ws = "127.0.0.1:8022";
+  std::string ws = config->ws;
   SandboxFlags sandbox;
+  sandbox.seed(*config);
   WsListenerFlags ws_flags;
-  std::string web_root;
-  bool web = true;
+  std::string web_root = config->web_root;
+  bool web = config->web;
   Flags flags(Unmatched::kRefuse, "argument");
   flags.help();
   sandbox.declare(flags);
@@ -105,7 +112,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   flags.on({"--new-token"}, [&] { new_token = true; });
   // A finished process stays listed and readable for a day by default (exec-server's 30 s
   // suits a client that reads at once, not a person who comes back to a job).
-  std::optional<std::chrono::milliseconds> retain_exited = std::chrono::hours(24);
+  std::optional<std::chrono::milliseconds> retain_exited = config->retain_exited;
   flags.value({"--retain-exited"}, [&](const std::string& v) -> Flags::Verdict {
     if (v == "forever") {
       retain_exited.reset();
@@ -143,6 +150,7 @@ int cmd_serve(const std::vector<std::string>& args) {
                "  goes. `uexec logs` on one that went says when and why.\n"
                "  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
     std::fputs(SandboxFlags::kHelp, stdout);
+    std::fputs(kConfigNote, stdout);
     return 0;
   }
   if (!parsed.ok()) {
@@ -179,6 +187,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   HostOptions ho;
   ho.who = "uexec serve";
   ho.sandbox = &sandbox;
+  ho.config = &*config;
   ho.exec_server.emplace();
   ho.exec_server->daemon = true;
   ho.exec_server->exited_retention = retain_exited;

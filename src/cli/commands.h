@@ -39,6 +39,8 @@ int cmd_client(const std::string& cmd, const std::vector<std::string>& args);
 int cmd_mcp(const std::vector<std::string>& args);
 // `uexec fs-helper`: one file operation inside a sandbox, for the daemon (rpc/fs_methods.h).
 int cmd_fs_helper(const std::vector<std::string>& args);
+// `uexec config`: the config file's effective settings and their origins (user_config.h).
+int cmd_config(const std::vector<std::string>& args);
 // `uexec demo`: an interactive login shell through the session core (tools/dev serve).
 int cmd_demo(const std::vector<std::string>& args);
 

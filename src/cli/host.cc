@@ -26,6 +26,13 @@ std::unique_ptr<Host> Host::create(const HostOptions& options) {
   // docs/agent.md §1.1).
   cfg.close_drain = std::chrono::milliseconds{1000};
   if (options.terminate_grace) cfg.terminate_grace = *options.terminate_grace;
+  if (options.config) {
+    cfg.retain_bytes = options.config->ring_bytes;
+    cfg.agent.max_output_tokens = options.config->max_output_tokens;
+    cfg.agent.env_preset = options.config->env_preset;
+  }
+  // Before the first sandbox: the config's directory exists, so every sandbox keeps it read-only.
+  ensure_config_dir();
   return std::unique_ptr<Host>(new Host(options, cfg));
 }
 
@@ -83,6 +90,7 @@ base::Result<void> Host::serve_mcp_stdio(bool structured_content) {
   rpc::LineChannel& channel = *stdio_;
   mcp_ = std::make_unique<rpc::McpServer>(*exec_, [&channel](std::string msg) { channel.send(std::move(msg)); });
   mcp_->set_structured_content(structured_content);
+  mcp_->set_default_output_tokens(exec_->config().max_output_tokens);
   channel.on_line = [this](std::string_view line) { mcp_->handle_line(line); };
   channel.on_oversize = [this](std::size_t limit) { mcp_->handle_oversize(limit); };
   channel.on_eof = [this] { stop(false); };

@@ -26,6 +26,7 @@
 #include "base/config.h"
 #include "base/result.h"
 #include "cli/sandbox_flags.h"
+#include "cli/user_config.h"
 #include "loop/loop.h"
 #include "loop/signal_watcher.h"
 #include "rpc/exec_server.h"
@@ -45,6 +46,7 @@ std::vector<std::unique_ptr<loop::SignalWatcher>> on_stop_signals(loop::Loop& lo
 struct HostOptions {
   const char* who = "uexec";                                 // prefixes its messages: "uexec serve"
   const SandboxFlags* sandbox = nullptr;                     // the agent tools' default sandbox
+  const UserConfig* config = nullptr;                        // [sessions] and [agent]; else the defaults
   std::optional<std::chrono::milliseconds> terminate_grace;  // SIGTERM to SIGKILL; else the default
   std::optional<rpc::ExecServerOptions> exec_server;         // the native protocol's server; none for MCP
 };

@@ -54,6 +54,10 @@ usage:
   uexec stop                                   stop the daemon (its sessions end) and wait for it
   uexec url                                    the daemon's web terminal URL, with its token
       The clients find the daemon at $UEXEC_SOCKET, else the default socket path.
+  uexec config [--path | --sample]
+      The settings serve, exec-server and mcp start from (~/.config/uexec/config.toml, TOML),
+      each with its effective value and where it came from; --sample prints a commented file.
+      A flag on those commands overrides its key.
   uexec demo
       An interactive login shell ($SHELL -l) through the session core.
   uexec help | --help | -h
@@ -92,6 +96,7 @@ int main(int argc, char** argv) {
   if (cmd == "exec-server") return uexec::cli::cmd_exec_server(args);
   if (cmd == "serve") return uexec::cli::cmd_serve(args);
   if (cmd == "fs-helper") return uexec::cli::cmd_fs_helper(args);
+  if (cmd == "config") return uexec::cli::cmd_config(args);
   if (cmd == "ls" || cmd == "start" || cmd == "send" || cmd == "kill" || cmd == "logs" || cmd == "attach" ||
       cmd == "stop" || cmd == "url")
     return uexec::cli::cmd_client(cmd, args);

@@ -345,8 +345,8 @@ bool AgentTools::call(const std::string& name, const json& args_json, bool struc
   return false;
 }
 
-json AgentTools::tools_list(const std::string& version, bool structured) {
-  const long kDefaultTokens = base::AgentConfig{}.max_output_tokens;  // what a call without it gets
+json AgentTools::tools_list(const std::string& version, bool structured, long default_output_tokens) {
+  const long kDefaultTokens = default_output_tokens;  // what a call without it gets
   bool v2025_06 = version >= "2025-06-18";  // revisions are dates
   bool annotations = version != "2024-11-05";
   json keys_enum = json::array();

@@ -32,7 +32,7 @@ class AgentTools {
   void cancel(agent::CallId id) { exec_.cancel(id); }
 
   // The tools for MCP revision `version`; with `structured`, each declares its outputSchema.
-  static json tools_list(const std::string& version, bool structured);
+  static json tools_list(const std::string& version, bool structured, long default_output_tokens);
   static json tool_result(const agent::Response& r, bool structured);
   // [{pid, comm, command, killed}]: a session's lingering processes, for tools and process/*.
   static json lingering(const std::vector<session::LingeringProcess>& l);

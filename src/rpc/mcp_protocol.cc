@@ -59,7 +59,7 @@ void McpEndpoint::handle_request(const json& id, const std::string& method, cons
     return error(id, kMethodNotFound, "Method not found: " + method);
   if (!initialized_) return error(id, kInvalidRequest, "the server is not initialized: send initialize first");
   if (method == "ping") return reply(id, json::object());
-  if (method == "tools/list") return reply(id, {{"tools", AgentTools::tools_list(version_, structured())}});
+  if (method == "tools/list") return reply(id, {{"tools", AgentTools::tools_list(version_, structured(), default_output_tokens_)}});
   if (!params.is_object() || !params.contains("name") || !params["name"].is_string())
     return error(id, kInvalidParams, "tools/call needs params.name");
   json args = params.contains("arguments") ? params["arguments"] : json::object();

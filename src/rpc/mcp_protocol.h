@@ -7,6 +7,8 @@
 // tools. Loop thread only.
 #pragma once
 
+#include "base/config.h"
+
 #include <functional>
 #include <string>
 #include <string_view>
@@ -41,6 +43,9 @@ class McpEndpoint {
   // model reads the text envelope best; a client that wants the data asks for it
   // (`uexec mcp --structured-content`). docs/protocol.md §6.
   void set_structured_content(bool on) noexcept { structured_content_ = on; }
+  // The output budget tools/list declares as max_output_tokens' default: the one the sessions'
+  // service applies to a call that names none (the config's agent.max_output_tokens).
+  void set_default_output_tokens(long tokens) noexcept { default_output_tokens_ = tokens; }
 
   // One MCP input line from the client.
   void handle_line(std::string_view line);
@@ -71,6 +76,7 @@ class McpEndpoint {
   bool initialized_ = false;
   std::string version_ = kDefaultVersion;
   bool structured_content_ = false;
+  long default_output_tokens_ = base::AgentConfig{}.max_output_tokens;
 };
 
 }  // namespace uexec::rpc

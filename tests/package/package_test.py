@@ -77,7 +77,8 @@ stage = m.group(1) if m else None
 print(f"      {os.path.basename(deb)}, {os.path.getsize(deb)} bytes, built in {time.monotonic() - t0:.0f} s")
 fields = {f: sh(["dpkg-deb", "-f", deb, f]).stdout.strip() for f in ("Package", "Version", "Depends", "Recommends")}
 check("its Depends name the run-time libraries and libwebsockets' libuv plug-in",
-      all(x in fields["Depends"] for x in ("libuv1", "libwebsockets", "libwebsockets-evlib-uv", "libseccomp")),
+      all(x in fields["Depends"] for x in ("libuv1", "libwebsockets", "libwebsockets-evlib-uv", "libseccomp",
+                                         "libtomlplusplus3")),
       fields["Depends"])
 check("it recommends bubblewrap", "bubblewrap" in fields["Recommends"], fields["Recommends"])
 
@@ -85,7 +86,8 @@ tmp = tempfile.mkdtemp(prefix="uexec-pkg-", dir="/var/tmp")
 daemon = None
 try:
     # 2. Install it. --path-include: a machine set up to drop man pages (minimal images) keeps ours.
-    p = sh(["dpkg", "--path-include=/usr/share/man/man1/uexec.1.gz", "-i", deb], timeout=300)
+    p = sh(["dpkg", "--path-include=/usr/share/man/man1/uexec.1.gz", "--path-include=/usr/share/doc/uexec/examples/*",
+            "-i", deb], timeout=300)
     check("dpkg -i installs it", p.returncode == 0, p.stdout[-1500:] + p.stderr[-1500:])
     listed = set(sh(["dpkg", "-L", "uexec"]).stdout.split())
     for path in ["/usr/bin/uexec", "/usr/share/man/man1/uexec.1.gz",
@@ -94,12 +96,22 @@ try:
                  "/usr/share/uexec/web/index.html", "/usr/share/uexec/web/app.js", "/usr/share/uexec/web/style.css",
                  "/usr/share/uexec/web/node_modules/@xterm/xterm/lib/xterm.js",
                  "/usr/share/uexec/web/node_modules/@xterm/addon-fit/lib/addon-fit.js",
-                 "/usr/share/doc/uexec/copyright"]:
+                 "/usr/share/doc/uexec/copyright", "/usr/share/doc/uexec/examples/config.toml"]:
         check(f"the package holds {path}", path in listed and os.path.exists(path))
 
     # 3. --version is the package's version.
     out = sh(["/usr/bin/uexec", "--version"]).stdout.strip()
     check("uexec --version is the package's version", out == f"uexec {fields['Version']}", out)
+
+    # The sample config is the installed binary's own, and reads back as every default.
+    sample = sh(["/usr/bin/uexec", "config", "--sample"]).stdout
+    check("the installed sample config is `uexec config --sample`",
+          os.path.exists("/usr/share/doc/uexec/examples/config.toml") and
+          open("/usr/share/doc/uexec/examples/config.toml").read() == sample)
+    listing = subprocess.run(["/usr/bin/uexec", "config"], capture_output=True, text=True,
+                             env={**os.environ, "UEXEC_CONFIG": "/usr/share/doc/uexec/examples/config.toml"})
+    check("uexec config reads the sample: every key its default", listing.returncode == 0 and
+          all(l.endswith("# default") for l in listing.stdout.splitlines() if " = " in l), listing.stdout + listing.stderr)
 
     # 4. man uexec.
     where = sh(["man", "-w", "uexec"]).stdout.strip()

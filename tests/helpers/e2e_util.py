@@ -1,0 +1,89 @@
+"""What the Python end-to-end suites share: a pass/fail tally and a JSON-RPC peer on a child's
+stdin/stdout (one message per line). Import it with
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+    from e2e_util import Checks, Peer
+"""
+import json
+import os
+import select
+import subprocess
+
+
+class Checks:
+    """Prints `ok   NAME` or `FAIL NAME DETAIL` per check; exit_code() is 1 after any failure."""
+
+    def __init__(self):
+        self.passed = 0
+        self.failed = 0
+
+    def __call__(self, name, ok, detail=""):
+        if ok:
+            self.passed += 1
+            print(f"ok   {name}", flush=True)
+        else:
+            self.failed += 1
+            print(f"FAIL {name} {str(detail)[:600]}", flush=True)
+        return ok
+
+    def exit_code(self):
+        print(f"{self.passed} passed, {self.failed} failed")
+        return 1 if self.failed else 0
+
+
+class Peer:
+    """One JSON-RPC peer over a child's stdin/stdout, one message per line. Notifications that
+    arrive while a reply is awaited are kept in `notes`."""
+
+    def __init__(self, argv, env=None, cwd=None, stderr=subprocess.DEVNULL):
+        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                                  env=env, cwd=cwd)
+        self.next_id = 1
+        self.buf = b""
+        self.notes = []
+
+    def send(self, obj):
+        self.p.stdin.write((json.dumps(obj) + "\n").encode())
+        self.p.stdin.flush()
+
+    def _line(self, timeout):
+        while b"\n" not in self.buf:
+            r, _, _ = select.select([self.p.stdout], [], [], timeout)
+            if not r:
+                raise TimeoutError("no reply")
+            chunk = os.read(self.p.stdout.fileno(), 1 << 20)
+            if not chunk:
+                raise EOFError("peer closed")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+    def request(self, method, params, timeout=30):
+        rid = self.next_id
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
+        while True:
+            m = self._line(timeout)
+            if m.get("id") == rid and "method" not in m:
+                return m
+            self.notes.append(m)
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait(timeout=20)
+
+
+class McpClient(Peer):
+    """`uexec mcp` (or any MCP server on stdio), initialized; tool() calls a tool."""
+
+    def __init__(self, argv, env=None, cwd=None):
+        super().__init__(argv, env=env, cwd=cwd)
+        self.init = self.request("initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                                "clientInfo": {"name": "e2e", "version": "1"}})
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def tool(self, name, args, timeout=60):
+        """The tool result, and the text of its content."""
+        r = self.request("tools/call", {"name": name, "arguments": args}, timeout)
+        res = r.get("result", {})
+        return res, "".join(c.get("text", "") for c in res.get("content", []))
