@@ -301,11 +301,35 @@
   function scheduleReconnect() {
     const delay = BACKOFF_MS[Math.min(conn.attempt, BACKOFF_MS.length - 1)];
     conn.attempt++;
+    if (conn.everReady) showOffline(delay);
     if (!conn.everReady && conn.attempt >= 3) {
       showStatus(`cannot connect to ${wsUrl()}: is \`uexec serve\` running, and is the token in ` +
         'this URL the current one? (It is in the `token` file next to the daemon\'s socket.)', 'error');
     }
     conn.retryTimer = setTimeout(connect, delay);
+  }
+
+  // The daemon went away after the page had it: a banner over the (dimmed) terminal says so,
+  // counts down to the next try and offers to try now. The header's dot alone looked like a
+  // hang (issue 20). Hidden again once a handshake succeeds.
+  function showOffline(delayMs) {
+    const until = Date.now() + delayMs;
+    const render = () => {
+      const s = Math.ceil((until - Date.now()) / 1000);
+      setText($('#offline-text'), 'Lost the connection to the daemon. ' +
+        (s > 0 ? `Trying again in ${s} s (attempt ${conn.attempt}).` : 'Trying again…'));
+    };
+    render();
+    clearInterval(conn.offlineTimer);
+    conn.offlineTimer = setInterval(render, 250);
+    $('#offline').hidden = false;
+    $('#terminal-wrap').classList.add('away');
+  }
+
+  function hideOffline() {
+    clearInterval(conn.offlineTimer);
+    $('#offline').hidden = true;
+    $('#terminal-wrap').classList.remove('away');
   }
 
   // initialize → initialized. Resumes the stored session when there is one, so the page
@@ -344,6 +368,7 @@
     const wasReady = conn.everReady;
     conn.everReady = true;
     setConnState('connected');
+    hideOffline();
     if (wasReady) showStatus(result.resumed ? 'reconnected' : 'reconnected with a new session', 'info');
 
     await refreshList();
@@ -361,6 +386,8 @@
   }
 
   function onDisconnected() {
+    // At once, not only when the next try starts: the header must not say connected meanwhile.
+    setConnState(conn.everReady ? 'reconnecting' : 'connecting', conn.everReady ? 'reconnecting…' : 'connecting…');
     stopPolling();
     att.accepting = false;         // output resumes only after a resync
     att.gen++;                     // abandon any attach in flight
@@ -832,7 +859,8 @@
     const owner = el('span', 'owner');
     const exit = el('span', 'exit');
     const spark = el('canvas', 'spark');
-    bottom.append(exit, owner, meta, spark);
+    const rate = el('span', 'rate');
+    bottom.append(exit, owner, meta, spark, rate);
     li.append(top, cwd, bottom);
 
     const target = { sessionId: p.sessionId, processId: p.processId };
@@ -848,7 +876,7 @@
       ev.stopPropagation();
       confirmThen(kill, 'kill?', () => terminate(target));
     });
-    return { li, dot, cmd, kill, cwd, meta, owner, exit, spark, samples: [], lastBytes: null, lastAt: 0 };
+    return { li, dot, cmd, kill, cwd, meta, owner, exit, spark, rate, samples: [], lastBytes: null, lastAt: 0 };
   }
 
   function updateRow(row, p) {
@@ -877,6 +905,9 @@
     const rate = row.samples.length ? row.samples[row.samples.length - 1] : 0;
     row.spark.title = `output: ${fmtRate(rate)} (last ${SPARK_SAMPLES} s)`;
     drawSpark(row.spark, row.samples, mine);
+    // The number beside the chart, so the chart needs no axis: now, or "quiet".
+    setText(row.rate, !isLive(p) ? '' : rate >= 1 ? fmtRate(rate) : 'quiet');
+    row.rate.title = row.spark.title;
   }
 
   function setText(node, text) {
@@ -897,7 +928,9 @@
     const g = canvas.getContext('2d');
     g.setTransform(dpr, 0, 0, dpr, 0, 0);
     g.clearRect(0, 0, w, h);
-    g.fillStyle = 'rgba(255,255,255,0.05)';
+    g.fillStyle = 'rgba(255,255,255,0.035)';
+    g.fillRect(0, 0, w, h);
+    g.fillStyle = 'rgba(255,255,255,0.14)';
     g.fillRect(0, h - 1, w, 1);
     if (!samples.length) return;
     const max = Math.max(512, ...samples);
@@ -914,7 +947,7 @@
     g.beginPath();
     samples.forEach((v, i) => (i ? g.lineTo(x0 + i * step, y(v)) : g.moveTo(x0, y(v))));
     g.strokeStyle = mine ? '#61afef' : '#c678dd';
-    g.lineWidth = 1.25;
+    g.lineWidth = 1.5;
     g.stroke();
   }
 
@@ -1080,6 +1113,12 @@
   // Close the socket on the way out, so the session is detached at once and a reload can
   // resume it without running into sessionBusy.
   window.addEventListener('pagehide', () => { if (conn.rpc) conn.rpc.close(); });
+
+  $('#offline-retry').addEventListener('click', () => {
+    if (conn.rpc) return;          // a try is under way already
+    conn.attempt = 0;
+    connect();
+  });
 
   // For tests and the curious: live views of the page's state.
   window.uexec = {

@@ -2,7 +2,7 @@
 // directory, WebSocket on 127.0.0.1 port 0) and Debian's chromium driven by playwright-core:
 // connect, New shell, typing, paste, resize, the alternate screen (top, vi), reload with resume,
 // a second browser as a read-only viewer (and its input while the owner is away), Ctrl-C,
-// and the kill button. What the page renders is read from the DOM (`.xterm-rows`) and
+// the kill button, and the daemon going away and coming back. What the page renders is read from the DOM (`.xterm-rows`) and
 // compared with the daemon's screen model (process/snapshot).
 //
 //   node tests/e2e/web/e2e.mjs <path-to-uexec> <output-dir-for-screenshots>
@@ -87,6 +87,7 @@ const serve = spawn(uexec, ["serve", "--socket", path.join(tmp, "uexec.sock"), "
   { stdio: ["ignore", "ignore", "pipe"], env, cwd: daemonCwd });
 let serveErr = "";
 let serveExit = null;
+let serve2 = null;                          // step 10's daemon, started again
 serve.stderr.on("data", (d) => { serveErr += d; });
 const serveExited = new Promise((r) => serve.on("exit", (code, signal) => { serveExit = { code, signal }; r(); }));
 
@@ -101,6 +102,7 @@ async function cleanup() {
       await Promise.race([serveExited, sleep(10000)]);
       if (!serveExit) { serve.kill("SIGKILL"); await Promise.race([serveExited, sleep(2000)]); }
     }
+    if (serve2 && serve2.exitCode === null) serve2.kill("SIGKILL");
     fs.rmSync(tmp, { recursive: true, force: true });
   })();
   return cleaning;
@@ -641,6 +643,43 @@ await step("9. kill", async () => {
   await noStatusError(page1, "kill");
 });
 
+// 10. The daemon goes away and comes back (issue 20: a visible reconnect state). The page
+//     says so over the dimmed terminal, counts down to its next try and offers Retry now; a
+//     daemon started again on the same port (the token file is kept across restarts) takes
+//     it back, and the banner goes.
+await step("10. reconnect", async () => {
+  // The sparkline is readable: a number beside it (the shell is gone; an idle row says nothing).
+  check("the process list shows each row's output rate beside its chart",
+    await page1.evaluate(() => !!document.querySelector("#sessions .session .rate")));
+  serve.kill("SIGTERM");
+  await Promise.race([serveExited, sleep(15000)]);
+  const banner = await waitFor("the page to say it lost the daemon", () => page1.evaluate(() => {
+    const o = document.querySelector("#offline");
+    return o && !o.hidden && o.getBoundingClientRect().height > 0 ? o.textContent.replace(/\s+/g, " ").trim() : null;
+  }));
+  check("a banner over the terminal says the connection is lost and when the next try is",
+    /Lost the connection to the daemon\. (Trying again in \d+ s \(attempt \d+\)\.|Trying again…)/.test(banner), banner);
+  const st = await pageState(page1);
+  check("#conn says reconnecting…, New shell is disabled", /reconnecting/.test(await page1.textContent("#conn")) &&
+    await page1.isDisabled("#new-shell"), JSON.stringify(st));
+  check("the terminal is dimmed under it", await page1.evaluate(() =>
+    Number(getComputedStyle(document.querySelector("#terminal")).opacity) < 0.5));
+  await shot(page1, "web-reconnecting.png");
+  const port = new URL(url).port;
+  serve2 = spawn(uexec, ["serve", "--socket", path.join(tmp, "uexec.sock"), "--ws", `127.0.0.1:${port}`],
+    { stdio: ["ignore", "ignore", "pipe"], env, cwd: daemonCwd });
+  let err2 = "";
+  serve2.stderr.on("data", (d) => { err2 += d; });
+  await waitFor("the second daemon to listen", () => /listening on ws:/.test(err2), { describe: () => err2 });
+  await page1.click("#offline-retry");
+  await waitFor("the page to be connected again, the banner gone", async () =>
+    (await pageState(page1)).state === "connected" && await page1.evaluate(() => document.querySelector("#offline").hidden),
+  { describe: async () => JSON.stringify(await pageState(page1)) });
+  check("Retry now (or the countdown) reconnects to the daemon started again; the banner goes", true);
+  check("New shell works again", !(await page1.isDisabled("#new-shell")));
+  await shot(page1, "web-reconnected.png");
+});
+
 if (overtime) await new Promise(() => {});   // the guard ends the process
 if (aborted) console.log(`(the steps after "${aborted}" did not run)`);
 check("no page made a request to anything but the daemon", foreign.length === 0, foreign.join(" "));
@@ -652,6 +691,11 @@ browser = null;
 if (!serveExit) serve.kill("SIGTERM");
 await Promise.race([serveExited, sleep(10000)]);
 check("uexec serve exits 0 on SIGTERM", serveExit?.code === 0, JSON.stringify(serveExit));
+if (serve2 && serve2.exitCode === null) {
+  const exited2 = new Promise((r) => serve2.on("exit", (code) => r(code)));
+  serve2.kill("SIGTERM");
+  check("the second daemon exits 0 on SIGTERM", (await Promise.race([exited2, sleep(10000)])) === 0);
+}
 await cleanup();
 if (failed && serveErr) console.log(`daemon stderr:\n${serveErr.trimEnd()}`);
 summary();
