@@ -126,7 +126,13 @@ Result<ResolvedPolicy> resolve(const PermissionProfile& p, const ResolveInput& i
   // uexec's config is read-only in every sandbox; its control and state dirs are hidden.
   std::string xdg_config = own_env("XDG_CONFIG_HOME");
   std::string config_dir = !xdg_config.empty() ? xdg_config + "/uexec" : (home.empty() ? "" : home + "/.config/uexec");
-  if (!config_dir.empty() && path_exists(config_dir)) r.read_only.push_back(real_path(config_dir));
+  // Only where a writable root covers it: elsewhere it is read-only already, and a carve-out
+  // would cost the mount backends one more bind mount per spawn.
+  if (!config_dir.empty() && path_exists(config_dir)) {
+    std::string dir = real_path(config_dir);
+    if (r.full_write || std::any_of(r.writable.begin(), r.writable.end(), [&](const std::string& w) { return path_within(dir, w); }))
+      r.read_only.push_back(dir);
+  }
 
   if (auto h = add_hidden_paths(p, in, home, r); !h) return std::move(h).error();
 
