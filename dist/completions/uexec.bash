@@ -52,7 +52,7 @@ _uexec() {
     ls) opts="--all" ;;
     send) opts="--no-newline" ;;
     kill) opts="--signal" ;;
-    logs) opts="--follow" ;;
+    logs) opts="--follow --asciicast" ;;
     mcp) opts="--connect --structured-content $policy_opts" ;;
     exec-server) opts="--listen --shutdown-grace-ms $ws_opts $policy_opts" ;;
     config) opts="--path --sample" ;;

@@ -71,6 +71,7 @@ complete -c uexec -n "__fish_seen_subcommand_from ls" -l all
 complete -c uexec -n "__fish_seen_subcommand_from send" -l no-newline
 complete -c uexec -n "__fish_seen_subcommand_from kill" -l signal -x -a 'INT TERM KILL HUP QUIT TSTP CONT'
 complete -c uexec -n "__fish_seen_subcommand_from logs" -l follow
+complete -c uexec -n "__fish_seen_subcommand_from logs" -l asciicast -d "An asciicast v2 recording"
 complete -c uexec -n "__fish_seen_subcommand_from mcp" -l connect -r
 complete -c uexec -n "__fish_seen_subcommand_from mcp" -l structured-content
 complete -c uexec -n "__fish_seen_subcommand_from $commands" -s h -l help

@@ -30,6 +30,7 @@
 
 #include <fmt/core.h>
 
+#include "cli/asciicast.h"
 #include "cli/commands.h"
 #include "cli/daemon_autostart.h"
 #include "cli/daemon_lock.h"
@@ -51,6 +52,7 @@ using rpc::json;
 struct Target {
   std::string session, process;
   bool tty = false;
+  json row;  // its process/list entry
 };
 
 // Where the clients find the daemon: $UEXEC_SOCKET, else the default socket path.
@@ -96,10 +98,10 @@ std::optional<Target> resolve(rpc::Client& c, const std::string& id) {
   std::vector<Target> hits, named;
   for (const auto& p : (*list)["processes"]) {
     std::string sid = p["sessionId"], pid = p["processId"];
-    if (sess_part.empty() && p["name"].is_string() && p["name"] == id) named.push_back({sid, pid, p.value("tty", false)});
+    if (sess_part.empty() && p["name"].is_string() && p["name"] == id) named.push_back({sid, pid, p.value("tty", false), p});
     if (pid != proc_part) continue;
     if (!sess_part.empty() && sid.rfind(sess_part, 0) != 0) continue;
-    hits.push_back({sid, pid, p.value("tty", false)});
+    hits.push_back({sid, pid, p.value("tty", false), p});
   }
   if (hits.empty()) hits = std::move(named);
   if (hits.size() == 1) return hits[0];
@@ -165,8 +167,9 @@ constexpr const char* kKillUsage =
     " HUP, QUIT, TSTP, CONT\n  (as names, SIGNAMES or numbers), or interrupt, terminate, kill, hangup, quit, suspend,"
     " continue.\n";
 constexpr const char* kLogsUsage =
-    "usage: uexec logs ID [--follow]\n  A process's retained output; --follow streams on until it ends and exits with"
-    " its code.\n";
+    "usage: uexec logs ID [--follow | --asciicast]\n  A process's retained output; --follow streams on until it ends and"
+    " exits with its code.\n  --asciicast writes it as an asciicast v2 recording, with the times it came at\n"
+    "  (`uexec logs ID --asciicast > out.cast; asciinema play out.cast`).\n";
 constexpr const char* kAttachUsage =
     "usage: uexec attach ID\n  Your terminal on a process; Ctrl-] detaches. A process without a terminal (started\n"
     "  without --tty) gets your input a line at a time; Ctrl-C interrupts it, Ctrl-D ends its input.\n";
@@ -398,15 +401,70 @@ int stream(rpc::Client& c, const Target& t) {
   return code;
 }
 
+// The asciicast v2 recording of `t`'s chunks (with atMs) and the evicted middle, if any.
+std::string cast_of(const Target& t, const json& chunks, const json& omitted) {
+  CastHeader h;
+  const json& size = t.row.contains("size") && t.row["size"].is_object() ? t.row["size"] : json::object();
+  if (t.tty) {
+    h.width = size.value("cols", 80);
+    h.height = size.value("rows", 24);
+  }
+  h.timestamp = t.row.value("startedAtMs", 0LL) / 1000;
+  if (t.row.contains("argv") && t.row["argv"].is_array())
+    for (const auto& a : t.row["argv"])
+      if (a.is_string()) h.command += (h.command.empty() ? "" : " ") + a.get<std::string>();
+  CastWriter w(h, !t.tty);
+  std::string out = w.header();
+  const std::uint64_t gap_after = omitted.is_null() ? 0 : omitted.value("toSeq", 0ull);
+  bool gap_done = omitted.is_null();
+  for (const auto& ch : chunks) {
+    const auto at = ch.value("atMs", 0u);
+    if (!gap_done && ch.value("seq", 0ull) > gap_after) {
+      out += w.gap(at, omitted.value("bytes", 0ull));
+      gap_done = true;
+    }
+    if (auto bytes = rpc::base64_decode(ch.value("chunk", ""))) out += w.chunk(at, *bytes);
+  }
+  return out + w.finish();
+}
+
+// Every retained chunk of `t`, read in pages (process/read's maxBytes), each with `atMs` when
+// `timestamps`; `omitted` is the evicted middle's report, or null. False after saying why.
+bool read_retained(rpc::Client& c, const Target& t, bool timestamps, json* chunks, json* omitted) {
+  *chunks = json::array();
+  *omitted = nullptr;
+  std::uint64_t after = 0;
+  for (;;) {
+    json params = addr(t);
+    params["afterSeq"] = after;
+    params["maxBytes"] = 1 << 20;
+    if (timestamps) params["timestamps"] = true;
+    auto r = c.call("process/read", params);
+    if (!r) {
+      std::fprintf(stderr, "uexec logs: %s\n", r.error().context.c_str());
+      return false;
+    }
+    if (!(*r)["omitted"].is_null()) *omitted = (*r)["omitted"];
+    const json& got = (*r)["chunks"];
+    for (const auto& ch : got) chunks->push_back(ch);
+    // Until a page brings nothing new (the first one past the end is empty).
+    std::uint64_t last = got.empty() ? after : got.back().value("seq", after);
+    if (last <= after) return true;
+    after = last;
+  }
+}
+
 int cmd_logs(const std::vector<std::string>& args) {
-  bool follow = false;
+  bool follow = false, asciicast = false;
   Flags flags(Unmatched::kCollect);
   flags.help();
   flags.on({"--follow", "-f"}, [&] { follow = true; });
+  flags.on({"--asciicast"}, [&] { asciicast = true; });
   ParsedArgs parsed = flags.parse(args);
   if (auto done = settle_parse(parsed, "logs", kLogsUsage)) return *done;
   std::vector<std::string> pos = parsed.rest;
-  if (pos.size() != 1) {
+  if (pos.size() != 1 || (follow && asciicast)) {
+    if (follow && asciicast) std::fputs("uexec logs: --follow and --asciicast exclude each other\n", stderr);
     std::fputs(kLogsUsage, stderr);
     return kExitUsage;
   }
@@ -423,18 +481,17 @@ int cmd_logs(const std::vector<std::string>& args) {
       if (code > 0) std::fprintf(stderr, "uexec logs: the process exited with code %d\n", code);
       return code >= 0 ? code : 0;
     }
-    json params = addr(*t);
-    params["afterSeq"] = 0;
-    auto r = c->call("process/read", params);
-    if (!r) {
-      std::fprintf(stderr, "uexec logs: %s\n", r.error().context.c_str());
-      return 1;
+    json chunks, omitted;
+    if (!read_retained(*c, *t, asciicast, &chunks, &omitted)) return 1;
+    if (asciicast) {
+      write_out(cast_of(*t, chunks, omitted));
+      return 0;
     }
-    for (const auto& ch : (*r)["chunks"])
+    for (const auto& ch : chunks)
       if (auto bytes = rpc::base64_decode(ch.value("chunk", ""))) write_out(*bytes);
-    if (!(*r)["omitted"].is_null())
+    if (!omitted.is_null())
       std::fprintf(stderr, "uexec logs: %llu bytes in the middle were not retained\n",
-                   static_cast<unsigned long long>((*r)["omitted"].value("bytes", 0ull)));
+                   static_cast<unsigned long long>(omitted.value("bytes", 0ull)));
     return 0;
   });
 }

@@ -20,12 +20,13 @@ namespace {
 struct Chunk {
   session::Seq seq = 0;
   pty::Stream stream{};
+  std::uint32_t at_ms = 0;
   std::string bytes;
 };
 
 // The chunk starting at piece `i` of `r`; `i` moves past it.
 Chunk next_chunk(const session::ReadResult& r, std::size_t& i) {
-  Chunk c{r.pieces[i].seq, r.pieces[i].stream, {}};
+  Chunk c{r.pieces[i].seq, r.pieces[i].stream, r.pieces[i].at_ms, {}};
   while (i < r.pieces.size() && r.pieces[i].seq == c.seq) {
     c.bytes.append(reinterpret_cast<const char*>(r.pieces[i].bytes.data()), r.pieces[i].bytes.size());
     ++i;
@@ -124,7 +125,7 @@ void OutputPump::on_drained(ProtocolSession& session) {
   }
 }
 
-json OutputPump::read(const session::Session& s, session::Seq after_seq, std::size_t max_bytes) {
+json OutputPump::read(const session::Session& s, session::Seq after_seq, std::size_t max_bytes, bool timestamps) {
   const auto& ring = s.output();
   json chunks = json::array();
   std::size_t bytes = 0;
@@ -157,6 +158,7 @@ json OutputPump::read(const session::Session& s, session::Seq after_seq, std::si
       last = chunk.seq;
       chunks.push_back(
           {{"seq", chunk.seq}, {"stream", pty::stream_name(chunk.stream)}, {"chunk", base64_encode(chunk.bytes)}});
+      if (timestamps) chunks.back()["atMs"] = chunk.at_ms;
     }
     if (r.next <= cursor) break;
     cursor = r.next;

@@ -36,7 +36,10 @@ class OutputPump {
 
   // process/read's result: the chunks after `after_seq`, up to about `max_bytes`, with the
   // evicted middle (`omitted`), the state and the verdict.
-  static nlohmann::json read(const session::Session& s, session::Seq after_seq, std::size_t max_bytes);
+  // `timestamps` (process/read's uexec extension): each chunk also carries `atMs`, when it
+  // was read in ms after the process started.
+  static nlohmann::json read(const session::Session& s, session::Seq after_seq, std::size_t max_bytes,
+                             bool timestamps = false);
 
  private:
   void push_to(ProtocolProcess& p, ProtocolSession& to, SubscriberCursor& cursor);

@@ -31,20 +31,21 @@ void ProcessOutputMethods::read(Connection& c, const json& id, const json& param
   std::uint64_t after = opt_number<std::uint64_t>(params, "afterSeq").value_or(0);
   std::size_t max_bytes = opt_number<std::size_t>(params, "maxBytes").value_or(opts_.read_max_bytes);
   std::uint64_t wait_ms = std::min<std::uint64_t>(opt_number<std::uint64_t>(params, "waitMs").value_or(0), 3600000);
+  const bool timestamps = params.contains("timestamps") && params["timestamps"].is_boolean() && params["timestamps"].get<bool>();
   const session::Session& s = p->session;
   auto ready = [&s, after] {
     const auto& ring = s.output();
     return ring.offset_after_seq(after) < ring.total() || s.finished() || s.exited_seq() > after;
   };
-  if (ready() || wait_ms == 0) return c.reply(id, OutputPump::read(s, after, max_bytes));
+  if (ready() || wait_ms == 0) return c.reply(id, OutputPump::read(s, after, max_bytes, timestamps));
   if (waits_full(c, id)) return;
   // A long poll: a waiter, woken by the ring; it never blocks other requests.
   Connection* conn = &c;
   c.session()->polls.add_deadline(
       p,
-      [conn, id, &s, after, max_bytes, ready](bool timed_out) {
+      [conn, id, &s, after, max_bytes, timestamps, ready](bool timed_out) {
         if (!ready() && !timed_out) return false;
-        conn->reply(id, OutputPump::read(s, after, max_bytes));
+        conn->reply(id, OutputPump::read(s, after, max_bytes, timestamps));
         return true;
       },
       milliseconds{static_cast<long>(wait_ms)});

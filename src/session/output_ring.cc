@@ -123,9 +123,10 @@ void OutputRing::push_entry(base::LazyDeque<Entry>& index, const Entry& e) {
   b.len += b.offset - a.offset;
   b.offset = a.offset;
   b.stream = a.stream;
+  b.at_ms = a.at_ms;
 }
 
-void OutputRing::append(Seq seq, Stream stream, std::span<const std::byte> bytes) {
+void OutputRing::append(Seq seq, Stream stream, std::span<const std::byte> bytes, std::uint32_t at_ms) {
   if (bytes.empty()) return;
   // Line numbers stay absolute after eviction: count newlines as they pass.
   for (const std::byte* p = bytes.data(), *end = p + bytes.size();
@@ -135,7 +136,7 @@ void OutputRing::append(Seq seq, Stream stream, std::span<const std::byte> bytes
   if (off < head_) {
     std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(bytes.size(), head_ - off));
     write_head(off, bytes.first(n));
-    push_entry(head_index_, Entry{seq, off, n, stream});
+    push_entry(head_index_, Entry{seq, off, n, stream, at_ms});
     bytes = bytes.subspan(n);
     off += n;
     total_ = off;
@@ -152,7 +153,7 @@ void OutputRing::append(Seq seq, Stream stream, std::span<const std::byte> bytes
       off = keep_from;
     }
     write_tail(off, bytes);
-    push_entry(tail_index_, Entry{seq, off, bytes.size(), stream});
+    push_entry(tail_index_, Entry{seq, off, bytes.size(), stream, at_ms});
   }
   notify();
 }
@@ -214,7 +215,7 @@ void OutputRing::collect(const base::LazyDeque<Entry>& index, Offset from, Offse
       Offset rel = pos < head_ ? pos : pos - head_;
       std::uint64_t room = kPageSize - rel % kPageSize;
       std::uint64_t n = std::min<std::uint64_t>(room, e_end - pos);
-      out.pieces.push_back(Piece{it->seq, it->stream, pos, {byte_at(pos), static_cast<std::size_t>(n)}});
+      out.pieces.push_back(Piece{it->seq, it->stream, it->at_ms, pos, {byte_at(pos), static_cast<std::size_t>(n)}});
       pos += n;
     }
     from = e_end;

@@ -26,6 +26,11 @@
 // those entries gets the head's end: its gap then counts at most what was evicted before it
 // stopped too (an over-count, never an under-count).
 //
+// Each chunk also keeps when it was read, in milliseconds after the session started (a
+// uint32 in the index entry's padding, so the entry stays 32 bytes: 49 days, then it stays at
+// the maximum). Merged entries keep the older time. Recordings (`uexec logs --asciicast`)
+// play the output back with these times.
+//
 // Subscriptions are notifiers: append() and notify() wake each subscriber once; the
 // subscriber then reads from its own cursor. A Subscription is RAII and safe whichever of it
 // and the ring dies first. Loop thread only; knows nothing of libuv or JSON.
@@ -52,6 +57,7 @@ using pty::Stream;
 struct Piece {
   Seq seq = 0;
   Stream stream = Stream::kPty;
+  std::uint32_t at_ms = 0;  // when its chunk was read, in ms after the session started
   Offset offset = 0;
   std::span<const std::byte> bytes;
 };
@@ -89,8 +95,9 @@ class OutputRing {
   OutputRing(const OutputRing&) = delete;
   OutputRing& operator=(const OutputRing&) = delete;
 
-  // Appends one chunk with its seq; wakes each subscriber once. Empty chunks store nothing.
-  void append(Seq seq, Stream stream, std::span<const std::byte> bytes);
+  // Appends one chunk with its seq, read `at_ms` after the session started; wakes each
+  // subscriber once. Empty chunks store nothing.
+  void append(Seq seq, Stream stream, std::span<const std::byte> bytes, std::uint32_t at_ms = 0);
   // Wakes each subscriber once (exited, closed and other state changes).
   void notify();
 
@@ -127,7 +134,9 @@ class OutputRing {
     Offset offset;
     std::uint64_t len;
     Stream stream;
+    std::uint32_t at_ms;
   };
+  static_assert(sizeof(Entry) == 32, "the time rides in the padding");
   using Page = std::unique_ptr<std::byte[]>;
   struct EvictedStart {  // a chunk whose first byte was evicted
     Seq seq;

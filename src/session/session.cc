@@ -110,7 +110,10 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
 }
 
 void Session::on_output(pty::Stream stream, std::span<const std::byte> bytes) {
-  ring_.append(next_seq_++, stream, bytes);
+  // When, for recordings: ms after the start (a vDSO clock read per chunk, not per byte).
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_at_).count();
+  auto at_ms = static_cast<std::uint32_t>(std::clamp<long long>(ms, 0, UINT32_MAX));
+  ring_.append(next_seq_++, stream, bytes, at_ms);
   arm_idle();
   if (limits_.output_bytes_per_sec) meter_output(bytes.size());
 }

@@ -240,3 +240,32 @@ TEST_CASE("offset_after_seq: a reader behind every evicted start still known get
   CHECK(r.offset_after_seq(recent) == 1024 + (recent - 1) * 64);
   CHECK(r.memory_bytes() <= 2048 + 2 * 4096 + 2 * OutputRing::kMaxIndexEntries * 40);
 }
+
+TEST_CASE("each chunk keeps when it was read: pieces carry it across head, tail and the index cap") {
+  OutputRing r(20);  // head 10, tail 10
+  r.append(1, Stream::kPty, bytes_of("aaaa"), 5);
+  r.append(2, Stream::kPty, bytes_of("bbbbbbbb"), 70);   // crosses into the tail
+  r.append(3, Stream::kPty, bytes_of("cccccc"), 1200);
+  // Pieces of one chunk in both regions (seq 2) carry the same time.
+  r.append(4, Stream::kPty, bytes_of("dddddddd"), 4000);  // evicts the start of the tail
+  auto head = r.read_from(0, SIZE_MAX);
+  REQUIRE(head.pieces.size() == 2);
+  CHECK(head.pieces[0].at_ms == 5);
+  CHECK(head.pieces[1].seq == 2);
+  CHECK(head.pieces[1].at_ms == 70);
+  auto tail = r.read_from(head.next, SIZE_MAX);
+  CHECK(tail.gap > 0);
+  REQUIRE(tail.pieces.size() >= 2);
+  CHECK(tail.pieces.front().seq == 3);
+  CHECK(tail.pieces.front().at_ms == 1200);
+  CHECK(tail.pieces.back().seq == 4);
+  CHECK(tail.pieces.back().at_ms == 4000);
+  // Past the index cap the oldest entries merge and keep the older time.
+  OutputRing big(1 << 20);
+  uint64_t seq = 1;
+  for (std::uint32_t i = 0; i < OutputRing::kMaxIndexEntries + 10; ++i) big.append(seq++, Stream::kPty, bytes_of("x"), 1000 + i);
+  auto all = big.read_from(0, SIZE_MAX);
+  REQUIRE(!all.pieces.empty());
+  CHECK(all.pieces.front().at_ms == 1000);
+  CHECK(all.pieces.back().at_ms == 1000 + OutputRing::kMaxIndexEntries + 9);
+}

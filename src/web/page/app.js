@@ -13,6 +13,7 @@
  *   5. Terminal     xterm.js + fit addon; keyboard input, owner resize, title.
  *   6. Attach       snapshot + subscribe (or replay), output / exit / gap handling, resync.
  *   7. List         process/list polling, rows, activity sparklines, kill, viewers & grants.
+ *   7b. Recording   the attached process's output as an asciicast v2 download.
  *   8. Boot         button wiring, window.uexec for tests, start.
  *
  * Identity: a process is the pair (owner sessionId, processId). The page's own session id
@@ -1025,6 +1026,7 @@
     role.classList.toggle('readonly', att.readOnly);
 
     $('#kill').disabled = !t || !live || !conn.ready;
+    $('#save-cast').disabled = !t || !conn.ready;
     $('#ctrl-c').disabled = !t || !live || !conn.ready || att.readOnly;
     term.options.disableStdin = !t || att.readOnly;
     document.body.dataset.attached = t ? keyOf(t) : '';
@@ -1082,6 +1084,80 @@
   // ---------------------------------------------------------------------------------------
 
   $('#new-shell').addEventListener('click', newShell);
+  // ---------------------------------------------------------------------------------------
+  // 7b. Recording
+  // ---------------------------------------------------------------------------------------
+
+  // The retained output of `t` (process/read with `timestamps`, page by page) as asciicast v2:
+  // byte for byte what `uexec logs ID --asciicast` writes (src/cli/asciicast.h describes the
+  // format's choices; tests/e2e/asciicast_test.py compares the two files).
+  async function castOf(t, info) {
+    const tty = !!(info && info.tty);  // as the CLI: a process the list does not show is taken for a pipe one
+    const size = (info && info.size) || {};
+    let head = `{"version": 2, "width": ${tty && size.cols ? size.cols : 80}, "height": ${tty && size.rows ? size.rows : 24}`;
+    const ts = info && info.startedAtMs ? Math.floor(info.startedAtMs / 1000) : 0;
+    if (ts > 0) head += `, "timestamp": ${ts}`;
+    const command = ((info && info.argv) || []).join(' ');
+    if (command) head += `, "command": ${JSON.stringify(command)}`;
+    const lines = [head + '}\n'];
+    const event = (ms, text) => `[${Math.floor(ms / 1000)}.${String(ms % 1000).padStart(3, '0')}, "o", ${JSON.stringify(text)}]\n`;
+    const decoder = new TextDecoder('utf-8');
+    let lastMs = 0;
+    const flush = () => { const rest = decoder.decode(); if (rest) lines.push(event(lastMs, rest)); };
+    let after = 0;
+    let omitted = null;
+    let gapDone = false;
+    const chunks = [];
+    for (;;) {
+      const r = await call('process/read', { processId: t.processId, sessionId: t.sessionId, afterSeq: after,
+        maxBytes: 1 << 20, timestamps: true });
+      if (r.omitted) omitted = r.omitted;
+      const got = r.chunks || [];
+      chunks.push(...got);
+      const last = got.length ? got[got.length - 1].seq : after;
+      if (last <= after) break;
+      after = last;
+    }
+    gapDone = !omitted;
+    for (const ch of chunks) {
+      const ms = ch.atMs || 0;
+      if (!gapDone && ch.seq > omitted.toSeq) {
+        flush();
+        lastMs = ms;
+        lines.push(event(ms, `\r\n[... ${omitted.bytes} bytes not retained ...]\r\n`));
+        gapDone = true;
+      }
+      lastMs = ms;
+      let bytes = base64ToBytes(ch.chunk);
+      if (!tty) {  // pipes: "\n" becomes "\r\n", as a terminal needs it
+        const out = [];
+        for (const b of bytes) { if (b === 10) out.push(13); out.push(b); }
+        bytes = Uint8Array.from(out);
+      }
+      const text = decoder.decode(bytes, { stream: true });
+      if (text) lines.push(event(ms, text));
+    }
+    flush();
+    return lines.join('');
+  }
+
+  async function saveCast() {
+    const t = att.target;
+    if (!t) return;
+    try {
+      const cast = await castOf(t, findProcess(t));
+      const a = document.createElement('a');
+      a.href = URL.createObjectURL(new Blob([cast], { type: 'application/x-asciicast' }));
+      a.download = `uexec-${t.processId}.cast`;
+      document.body.append(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+    } catch (err) {
+      showError(err, 'recording');
+    }
+  }
+
   // The Sessions button (narrow screens): the process list as a drawer; attaching closes it.
   function showSessions(open) {
     document.body.classList.toggle('sessions-open', open);
@@ -1098,6 +1174,7 @@
     b.dataset.for = keyOf(t);  // armed for this process only: attaching another disarms it
     confirmThen(b, 'Kill?', () => terminate(t));
   });
+  $('#save-cast').addEventListener('click', saveCast);
   $('#ctrl-c').addEventListener('click', () => {
     const t = att.target;
     if (!t) return;
@@ -1133,6 +1210,7 @@
     term,
     call,
     attach: (sessionId, processId) => attach({ sessionId, processId }),
+    castOf: (sessionId, processId) => castOf({ sessionId, processId }, findProcess({ sessionId, processId })),
   };
 
   fitTerminal();

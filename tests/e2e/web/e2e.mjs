@@ -9,7 +9,7 @@
 //
 // Prints `ok - …` / `FAIL: …` lines and `web-e2e: N passed, M failed`; exits 1 on any
 // failure. A step whose wait times out ends the run (the later steps need its state).
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -360,6 +360,21 @@ await step("3. typing", async () => {
   check("pasted text reaches the shell", true);
   await waitPrompt(page1);
   await shot(page1, "web-shell.png");
+  // The recording (issue 20, item 5): the toolbar's ⤓ .cast downloads the same file, byte for
+  // byte, as `uexec logs ID --asciicast` (the shell is quiet at its prompt meanwhile).
+  const [download] = await Promise.all([page1.waitForEvent("download"), page1.click("#save-cast")]);
+  const fromPage = fs.readFileSync(await download.path(), "utf8");
+  const fromCli = spawnSync(uexec, ["logs", `${target.sessionId}/${target.processId}`, "--asciicast"],
+    { env: { ...env, UEXEC_SOCKET: path.join(tmp, "uexec.sock"), UEXEC_AUTOSTART: "0" }, encoding: "utf8" });
+  check("⤓ .cast downloads uexec-<process>.cast", download.suggestedFilename() === `uexec-${target.processId}.cast`,
+    download.suggestedFilename());
+  check("the page's recording is the CLI's, byte for byte", fromCli.status === 0 && fromPage === fromCli.stdout,
+    `${fromPage.length} vs ${fromCli.stdout.length} bytes: ${fromCli.stderr}`);
+  const [head, ...events] = fromPage.trimEnd().split("\n").map((l) => JSON.parse(l));
+  const info = await listEntry(page1, target);
+  check("its header has the terminal's size, and the typed command is in its events",
+    head.version === 2 && head.width === info.size.cols && head.height === info.size.rows &&
+    events.some((e) => e[1] === "o" && e[2].includes(`ui-${uiNumber}`)), JSON.stringify(head));
 });
 
 // 4. Resize: the viewport → the xterm → process/resize → the PTY.
