@@ -156,7 +156,9 @@ void write_out(const std::string& bytes) {
 
 constexpr const char* kLsUsage =
     "usage: uexec ls [--all]\n  The daemon's processes: id, name, pid, state, tty, exit code, command. Every command\n"
-    "  that takes an ID also takes a name, or the process part of the ID alone when it is unique.\n";
+    "  that takes an ID also takes a name, or the process part of the ID alone when it is unique.\n"
+    "  --all: also the processes that went lately (state expired, pruned, killed or ended, and\n"
+    "  when), and uexec's own short-lived probe sessions.\n";
 constexpr const char* kStartUsage =
     "usage: uexec start [--tty] [--cwd DIR] [--name NAME] [--] CMD [ARG...]\n"
     "  Starts CMD in the daemon and prints its ID. With --name, NAME (1-64 of A-Za-z0-9._-, unique\n"
@@ -197,7 +199,7 @@ int cmd_ls(const std::vector<std::string>& args) {
   int code = 0;
   auto c = connect(&code);
   if (!c) return code;
-  auto list = c->call("process/list", {{"all", true}});
+  auto list = c->call("process/list", {{"all", true}, {"includeEnded", all}});
   if (!list) {
     std::fprintf(stderr, "uexec ls: %s\n", list.error().context.c_str());
     return kExitInternal;
@@ -215,6 +217,17 @@ int cmd_ls(const std::vector<std::string>& args) {
                     p["name"].is_string() ? p["name"].get<std::string>() : "-", std::to_string(p.value("pid", 0)),
                     p.value("state", "?"), p.value("tty", false) ? "yes" : "no",
                     p["exitCode"].is_null() ? "-" : std::to_string(p["exitCode"].get<int>()), cmd});
+  }
+  // --all: what went lately, oldest first, with why and when (its output is gone with it).
+  for (const auto& e : list->value("ended", json::array())) {
+    const std::string reason = e.value("reason", "");
+    const char* state = reason == "exited" ? "expired" : reason == "pruned" ? "pruned" : reason == "killed" ? "killed" : "ended";
+    std::time_t at = static_cast<std::time_t>(e.value("atMs", 0LL) / 1000);
+    char when[32] = "?";
+    std::tm tm{};
+    if (::localtime_r(&at, &tm)) std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
+    rows.push_back({e.value("sessionId", "").substr(0, 8) + "/" + e.value("processId", ""), "-", "-", state, "-", "-",
+                    std::string("(went at ") + when + ")"});
   }
   std::size_t w[6] = {};
   for (const auto& r : rows) {

@@ -551,6 +551,12 @@ try:
     check("after the retention: logs says it expired, when, and which flag keeps it",
           r.returncode == 1 and f"uexec: {done_id} expired" in r.stderr and "--retain-exited" in r.stderr
           and "it went at " in r.stderr, f"{r.returncode} {r.stderr!r}")
+    r = subprocess.run([uexec, "ls"], env=tenv, capture_output=True, timeout=20, text=True)
+    check("ls does not list it", done_id not in r.stdout, r.stdout)
+    r = subprocess.run([uexec, "ls", "--all"], env=tenv, capture_output=True, timeout=20, text=True)
+    row = next((l for l in r.stdout.splitlines() if l.startswith(done_id)), "")
+    check("ls --all lists it as expired, with when", r.returncode == 0 and " expired " in row and "(went at " in row,
+          r.stdout)
 finally:
     short.terminate()
     try:
