@@ -16,65 +16,15 @@ import base64
 import json
 import os
 import re
-import select
 import socket
 import subprocess
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from e2e_util import Checks, Peer  # noqa: E402
 
 uexec = sys.argv[1]
-passed = failed = 0
-
-
-def check(name, ok, detail=""):
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"ok   {name}")
-    else:
-        failed += 1
-        print(f"FAIL {name} {str(detail)[:600]}")
-
-
-class Peer:
-    """One JSON-RPC peer over a child's stdin/stdout, one message per line."""
-
-    def __init__(self, argv, env=None):
-        self.p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                  env=env)
-        self.next_id = 1
-        self.buf = b""
-        self.notes = []
-
-    def send(self, obj):
-        self.p.stdin.write((json.dumps(obj) + "\n").encode())
-        self.p.stdin.flush()
-
-    def _line(self, timeout):
-        while b"\n" not in self.buf:
-            r, _, _ = select.select([self.p.stdout], [], [], timeout)
-            if not r:
-                raise TimeoutError("no reply")
-            chunk = os.read(self.p.stdout.fileno(), 1 << 20)
-            if not chunk:
-                raise EOFError("peer closed")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
-
-    def request(self, method, params, timeout=30):
-        rid = self.next_id
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
-        while True:
-            m = self._line(timeout)
-            if m.get("id") == rid and "method" not in m:
-                return m
-            self.notes.append(m)
-
-    def close(self):
-        self.p.stdin.close()
-        self.p.wait(timeout=20)
+check = Checks()
 
 
 NUL_CASES = [
@@ -320,5 +270,5 @@ check("stdio: a last line without a newline is answered at EOF",
       "result" in replies.get(json.dumps("last-line"), {}), p.stdout[-400:])
 check("stdio: and the server then exits 0", p.returncode == 0, p.returncode)
 
-print(f"protocol-misc: {passed} passed, {failed} failed")
-sys.exit(1 if failed else 0)
+print("protocol-misc: ", end="")
+sys.exit(check.exit_code())
