@@ -1,12 +1,15 @@
 #include "rpc/fs_methods.h"
 
 #include <fmt/core.h>
+#include <pwd.h>
+#include <unistd.h>
 #include <uv.h>
 
 #include <cstring>
 #include <functional>
 #include <optional>
 
+#include "rpc/environment_config.h"
 #include "rpc/file_uri.h"
 #include "rpc/fs_ops.h"
 #include "rpc/json_rpc.h"
@@ -57,8 +60,53 @@ void copy_bool(const json& params, json& op, const char* field) {
   if (auto v = opt_bool(params, field)) op[field] = *v;
 }
 
+// One key path of environmentConfig/read: a non-empty list of keys.
+std::vector<std::vector<std::string>> key_paths(const json& params, const char* field) {
+  if (!params.contains(field)) throw invalid_param(field, fmt::format("missing field `{}`", field));
+  const json& v = params[field];
+  if (!v.is_array()) throw invalid_param(field, std::string(field) + " must be a list of key paths");
+  std::vector<std::vector<std::string>> out;
+  for (const auto& path : v) {
+    if (!path.is_array()) throw invalid_param(field, std::string(field) + " must be a list of key paths");
+    if (path.empty()) throw invalid_param(field, "TOML paths must contain at least one key segment");
+    std::vector<std::string> keys;
+    for (const auto& k : path) {
+      if (!k.is_string()) throw invalid_param(field, "a TOML key must be a string");
+      keys.push_back(k.get<std::string>());
+    }
+    out.push_back(std::move(keys));
+  }
+  return out;
+}
+
+// environmentConfig/read as an operation (environment_config.h): the cwd, the key paths, and
+// where this server's Codex home, home and host are.
+json decode_environment_config(const json& params, const std::vector<std::string>& server_env) {
+  EnvironmentConfigQuery q;
+  q.cwd = native_path(params, "cwd");
+  q.config_paths = key_paths(params, "configPaths");
+  q.requirements_paths = key_paths(params, "requirementsPaths");
+  if (q.config_paths.empty() && q.requirements_paths.empty())
+    throw invalid_param("configPaths", "at least one config or requirements path is required");
+  auto env = [&](std::string_view name) -> std::string {
+    for (const auto& kv : server_env)
+      if (kv.size() > name.size() && kv.compare(0, name.size(), name) == 0 && kv[name.size()] == '=')
+        return kv.substr(name.size() + 1);
+    return {};
+  };
+  q.home = env("HOME");
+  if (q.home.empty() || q.home.front() != '/')
+    if (passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir) q.home = pw->pw_dir;
+  q.codex_home = env("CODEX_HOME");
+  if (q.codex_home.empty() || q.codex_home.front() != '/') q.codex_home = q.home + "/.codex";
+  char host[256] = {0};
+  if (::gethostname(host, sizeof host - 1) == 0) q.hostname = host;
+  return environment_config_op(q);
+}
+
 // The operation for perform_fs_op: the params with native paths (fs_ops.h).
-json decode_op(const std::string& method, const json& params) {
+json decode_op(const std::string& method, const json& params, const std::vector<std::string>& server_env) {
+  if (method == "environmentConfig/read") return decode_environment_config(params, server_env);
   json op = {{"method", method}};
   if (method == "fs/copy") {
     op["sourcePath"] = native_path(params, "sourcePath");
@@ -100,7 +148,7 @@ void FsMethods::call(Connection& c, const json& id, const std::string& method, c
   call->conn = &c;
   call->conn_alive = c.liveness();
   call->id = id;
-  call->op = decode_op(method, params);
+  call->op = decode_op(method, params, env_);
   call->canonical_path = method == "fs/canonicalize";
   call->heavy = method == "fs/readFile" || method == "fs/copy";
   if (call->op.contains("dataBase64")) call->write_bytes = call->op["dataBase64"].get_ref<const std::string&>().size();

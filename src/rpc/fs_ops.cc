@@ -15,6 +15,7 @@
 
 #include "base/unique_fd.h"
 #include "rpc/base64.h"
+#include "rpc/environment_config.h"
 
 namespace uexec::rpc {
 
@@ -349,6 +350,7 @@ json perform_fs_op(const json& op) noexcept {
       return copy(trimmed(op.at("sourcePath").get<std::string>()), trimmed(op.at("destinationPath").get<std::string>()),
                   flag(op, "recursive", false));
     if (method == "fs/canonicalize") return canonicalize(path);
+    if (method == "environmentConfig/read") return read_environment_config(environment_config_query(op));
     return fail(-32601, "no file operation " + method);
   } catch (const std::bad_alloc&) {
     return fail(kInternalError, "out of memory");

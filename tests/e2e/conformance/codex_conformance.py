@@ -853,6 +853,135 @@ def _files_in(srv, n, top):
     check(not os.path.exists(top + "/out.txt"), f"{n}: and nothing was written")
 
 
+# environmentConfig/read reads the server's Codex home: a scratch one, set before the server
+# starts (main), with a trusted project (a git root, a layer at the root and one below it) and an
+# untrusted one whose file is not even TOML.
+CONFIG_TOP = tempfile.mkdtemp(prefix="conformance-config-")
+CODEX_HOME = os.path.join(CONFIG_TOP, "codex")
+PROJ = os.path.join(CONFIG_TOP, "proj")
+UNTRUSTED = os.path.join(CONFIG_TOP, "untrusted")
+EMPTY_GIT = os.path.join(CONFIG_TOP, "emptygit")  # trusted, but its .git is an empty directory
+USER_CONFIG = (
+    'model = "gpt-5"\n'
+    '[mcp_servers.foo]\ncommand = "echo"\nargs = ["hi"]\n'
+    '[mcp_servers.bar]\nurl = "http://x"\n'
+    f'[projects."{PROJ}"]\ntrust_level = "trusted"\n'
+    f'[projects."{EMPTY_GIT}"]\ntrust_level = "trusted"\n')
+
+
+def make_config_tree():
+    os.makedirs(PROJ, exist_ok=True)
+    subprocess.run(["git", "init", "-q", PROJ], check=False)  # a real repository marks the project root
+    for d in (CODEX_HOME, os.path.join(PROJ, ".git"), os.path.join(PROJ, ".codex"),
+              os.path.join(PROJ, "sub", ".codex"), os.path.join(UNTRUSTED, ".codex"), os.path.join(EMPTY_GIT, ".git"),
+              os.path.join(EMPTY_GIT, ".codex"), os.path.join(EMPTY_GIT, "sub")):
+        os.makedirs(d, exist_ok=True)
+    files = {os.path.join(CODEX_HOME, "config.toml"): USER_CONFIG,
+             os.path.join(PROJ, ".codex", "config.toml"): '[mcp_servers.foo]\ncommand = "projecho"\n',
+             os.path.join(PROJ, "sub", ".codex", "config.toml"): '[mcp_servers.baz]\ncommand = "z"\nenv = { A = "1" }\n',
+             os.path.join(UNTRUSTED, ".codex", "config.toml"): "this is = = not toml\n",
+             os.path.join(EMPTY_GIT, ".codex", "config.toml"): '[mcp_servers.e]\ncommand = "e"\n'}
+    for path, text in files.items():
+        with open(path, "w") as f:
+            f.write(text)
+
+
+def test_environment_config(argv):
+    """environmentConfig/read (docs/protocol.md §3.10): Codex's config layers, only the keys asked for.
+    A server of its own, whose CODEX_HOME is the scratch one (the main server keeps the default)."""
+    n = "envconfig"
+    saved = os.environ.get("CODEX_HOME")
+    os.environ["CODEX_HOME"] = CODEX_HOME
+    try:
+        srv = Server(argv)
+    finally:
+        if saved is None:
+            os.environ.pop("CODEX_HOME", None)
+        else:
+            os.environ["CODEX_HOME"] = saved
+    try:
+        init = result_of(f"{n}: initialize", srv.request("initialize", {"clientName": "codex-conformance"}))
+        srv.notify("initialized", {})
+        caps = ((init or {}).get("environmentInfo") or {}).get("capabilities") or {}
+        check(caps.get("environmentConfigRead") is True, f"{n}: capabilities.environmentConfigRead", short(caps))
+        _environment_config_in(srv, n)
+    finally:
+        if srv.proc.poll() is None:
+            srv.proc.kill()
+            srv.proc.wait()
+
+
+def _environment_config_in(srv, n):
+    import tomllib
+
+    def read(cwd, config_paths, requirements_paths=()):
+        return srv.request("environmentConfig/read", {"cwd": file_uri(cwd), "configPaths": list(config_paths),
+                                                        "requirementsPaths": list(requirements_paths)})
+
+    def layers(res, stack="config"):
+        out = []
+        for layer in (res.get(stack) or {}).get("layers", []):
+            try:
+                parsed = tomllib.loads(layer.get("toml", ""))
+            except Exception as e:  # noqa: BLE001
+                parsed = f"not TOML: {e}"
+            out.append((layer.get("source"), layer.get("baseDir"), parsed))
+        return out
+
+    res = result_of(f"{n}: read mcp_servers from a trusted project's subdirectory",
+                    read(os.path.join(PROJ, "sub"), [["mcp_servers"]], [["mcp_servers"]]))
+    if res is not None:
+        check(res.get("codexHomeDir") == file_uri(CODEX_HOME), f"{n}: codexHomeDir is CODEX_HOME", short(res))
+        check(res.get("userHomeDir") == file_uri(os.environ.get("HOME", "")), f"{n}: userHomeDir is HOME", short(res))
+        check(isinstance(res.get("hostname"), str), f"{n}: hostname", short(res))
+        want = [
+            (f"user ({CODEX_HOME}/config.toml)", file_uri(CODEX_HOME),
+             {"mcp_servers": {"foo": {"command": "echo", "args": ["hi"]}, "bar": {"url": "http://x"}}}),
+            (f"project ({PROJ}/.codex/config.toml)", file_uri(PROJ + "/.codex"),
+             {"mcp_servers": {"foo": {"command": "projecho"}}}),
+            (f"project ({PROJ}/sub/.codex/config.toml)", file_uri(PROJ + "/sub/.codex"),
+             {"mcp_servers": {"baz": {"command": "z", "env": {"A": "1"}}}}),
+        ]
+        check(layers(res) == want, f"{n}: the user layer, then the project's from its root down, only mcp_servers",
+              short(layers(res), 900))
+        check((res.get("config") or {}).get("cloudInsertionIndex") == 0, f"{n}: cloudInsertionIndex 0", short(res))
+        check((res.get("requirements") or {}).get("layers") == [], f"{n}: no requirements layers", short(res))
+    res = result_of(f"{n}: a key path through a value", read(PROJ, [["model", "sub"]]))
+    if res is not None:
+        check(layers(res) == [(f"user ({CODEX_HOME}/config.toml)", file_uri(CODEX_HOME), {"model": "gpt-5"})],
+              f"{n}: a path that runs into a value selects that value", short(layers(res)))
+    res = result_of(f"{n}: a key no layer has", read(PROJ, [["nothing", "here"]]))
+    if res is not None:
+        check(layers(res) == [], f"{n}: no key, no layer", short(res))
+    res = result_of(f"{n}: an untrusted project", read(UNTRUSTED, [["mcp_servers"]]))
+    if res is not None:
+        check([l[0] for l in layers(res)] == [f"user ({CODEX_HOME}/config.toml)"],
+              f"{n}: an untrusted project's file is not read (not even parsed)", short(layers(res)))
+    res = result_of(f"{n}: below a trusted directory whose .git is empty", read(os.path.join(EMPTY_GIT, "sub"), [["mcp_servers"]]))
+    if res is not None:
+        check(len(layers(res)) == 1, f"{n}: an empty .git directory makes no project root (the cwd is the project)",
+              short(layers(res)))
+    res = result_of(f"{n}: a cwd that does not exist", read(os.path.join(CONFIG_TOP, "gone"), [["mcp_servers"]]))
+    if res is not None:
+        check(len(layers(res)) == 1, f"{n}: a missing cwd: the user layer only", short(layers(res)))
+    expect_error(f"{n}: no key paths", read(PROJ, [], []), -32602,
+                 message="at least one config or requirements path is required")
+    expect_error(f"{n}: an empty key path", read(PROJ, [[]]), -32602,
+                 contains="TOML paths must contain at least one key segment")
+    expect_error(f"{n}: a relative cwd", srv.request("environmentConfig/read", {
+        "cwd": "relative/dir", "configPaths": [["mcp_servers"]], "requirementsPaths": []}), -32602)
+    # A user file that is not TOML: -32603, naming the file.
+    user_file = os.path.join(CODEX_HOME, "config.toml")
+    with open(user_file, "w") as f:
+        f.write("model = = 1\n")
+    try:
+        expect_error(f"{n}: a user file that is not TOML", read(PROJ, [["mcp_servers"]]), -32603,
+                     prefix=f"failed to load executor-local config: {user_file}:1:")
+    finally:
+        with open(user_file, "w") as f:
+            f.write(USER_CONFIG)
+
+
 def test_stdin_eof(srv):
     n = "eof"
     pid = "eof-sleep"
@@ -894,6 +1023,7 @@ def main(argv):
     if not argv:
         print(__doc__.strip().splitlines()[2], file=sys.stderr)
         return 2
+    make_config_tree()
     try:
         srv = Server(argv)
     except OSError as e:
@@ -901,7 +1031,7 @@ def main(argv):
         print(f"conformance: {passed} passed, {failed} failed", flush=True)
         return 1
     sections = [test_handshake, test_environment, test_pipes_and_read, test_max_bytes, test_long_poll, test_write,
-                test_signal_terminate, test_env_cwd, test_tty, test_errors, test_files]
+                test_signal_terminate, test_env_cwd, test_tty, test_errors, test_files, test_environment_config]
     init_info = None
     try:
         for fn in sections:
@@ -915,6 +1045,8 @@ def main(argv):
                 init_info = fn(srv)
             elif fn is test_environment:
                 fn(srv, init_info)
+            elif fn is test_environment_config:
+                fn(argv)
             else:
                 fn(srv)
         srv.pump(0.1)
@@ -930,6 +1062,7 @@ def main(argv):
         if srv.proc.poll() is None:
             srv.proc.kill()
             srv.proc.wait()
+        shutil.rmtree(CONFIG_TOP, ignore_errors=True)
     print(f"conformance: {passed} passed, {failed} failed", flush=True)
     return 1 if failed else 0
 
