@@ -3,6 +3,7 @@
 #include "base/log.h"
 #include "rpc/exec_server.h"
 #include "rpc/json_rpc.h"
+#include "rpc/missing_watch.h"
 
 namespace uexec::rpc {
 

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <set>
@@ -25,6 +26,7 @@
 
 #include "agent/agent_service.h"
 #include "loop/timer.h"
+#include "rpc/missing_watch.h"
 
 namespace uexec::rpc {
 
@@ -77,6 +79,10 @@ class Connection {
   std::set<agent::CallId>& exec_calls() noexcept { return exec_calls_; }
   // True until the connection is destroyed: for replies that come back later (fs_methods.h).
   std::shared_ptr<const bool> liveness() const { return alive_; }
+  // fs/watchMissing: the connection's one watch (missing_watch.h), and the newest watchId it
+  // asked for (an older or equal one is refused and leaves the watch alone).
+  std::unique_ptr<MissingWatch>& missing_watch() noexcept { return missing_watch_; }
+  std::uint64_t& missing_watch_id() noexcept { return missing_watch_id_; }
 
  private:
   friend class ExecServer;
@@ -94,6 +100,8 @@ class Connection {
   std::unique_ptr<loop::Timer> stall_;
   std::set<agent::CallId> exec_calls_;
   std::string client_name_;
+  std::unique_ptr<MissingWatch> missing_watch_;
+  std::uint64_t missing_watch_id_ = 0;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -9,9 +9,11 @@
 #include <functional>
 #include <optional>
 
+#include "base/log.h"
 #include "rpc/environment_config.h"
 #include "rpc/file_uri.h"
 #include "rpc/fs_ops.h"
+#include "rpc/missing_watch.h"
 #include "rpc/json_rpc.h"
 #include "rpc/request_params.h"
 #include "rpc/sandbox_params.h"
@@ -27,6 +29,7 @@ struct FsMethods::Call {
   json id;
   json op;
   bool canonical_path = false;  // fs/canonicalize: the result's path becomes a URI
+  std::uint64_t watch_id = 0;   // fs/watchMissing: the result is a plan for start_watch
   bool heavy = false;           // fs/readFile, fs/copy: at most kMaxHeavyAtOnce run
   std::size_t write_bytes = 0;  // fs/writeFile: its dataBase64's size
   std::optional<policy::SandboxAttempt> attempt;  // set: runs in the helper, in `sandbox_cwd`
@@ -104,10 +107,37 @@ json decode_environment_config(const json& params, const std::vector<std::string
   return environment_config_op(q);
 }
 
+constexpr std::size_t kMaxMissingPaths = 1024;
+
+// A file URI (or absolute path) from a list's element.
+std::string native_element(const json& v, const char* field) {
+  if (!v.is_string()) throw invalid_param(field, std::string(field) + " must be a list of file URIs");
+  const std::string& raw = v.get_ref<const std::string&>();
+  auto path = raw.find('\0') == std::string::npos ? path_from_uri(raw) : std::nullopt;
+  if (!path || path->empty() || path->front() != '/')
+    throw invalid_param(field, std::string(field) + " must hold file:// URIs or absolute paths");
+  return *path;
+}
+
 // The operation for perform_fs_op: the params with native paths (fs_ops.h).
 json decode_op(const std::string& method, const json& params, const std::vector<std::string>& server_env) {
   if (method == "environmentConfig/read") return decode_environment_config(params, server_env);
   json op = {{"method", method}};
+  if (method == "fs/watchMissing") {
+    auto watch_id = params.contains("watchId") ? opt_number<std::uint64_t>(params, "watchId") : std::nullopt;
+    if (!watch_id) throw invalid_param("watchId", "watchId must be a whole number (u64)");
+    if (!params.contains("missing") || !params["missing"].is_array())
+      throw invalid_param("missing", "missing must be a list of file URIs");
+    // Each path is an inotify watch: bounded (Codex's CLI sends one per directory up to /).
+    if (params["missing"].size() > kMaxMissingPaths)
+      throw invalid_param("missing", fmt::format("at most {} missing paths", kMaxMissingPaths));
+    json missing = json::array();
+    for (const auto& m : params["missing"]) missing.push_back(native_element(m, "missing"));
+    op["watchId"] = *watch_id;
+    op["missing"] = std::move(missing);
+    op["present"] = params.contains("present") && !params["present"].is_null() ? json(native_path(params, "present")) : json();
+    return op;
+  }
   if (method == "fs/copy") {
     op["sourcePath"] = native_path(params, "sourcePath");
     op["destinationPath"] = native_path(params, "destinationPath");
@@ -149,6 +179,15 @@ void FsMethods::call(Connection& c, const json& id, const std::string& method, c
   call->conn_alive = c.liveness();
   call->id = id;
   call->op = decode_op(method, params, env_);
+  if (method == "fs/watchMissing") {
+    // One watch per connection: an older or equal watchId is refused and the watch stays; a
+    // newer one ends the old watch whatever it answers.
+    const std::uint64_t watch_id = call->op["watchId"];
+    if (watch_id <= c.missing_watch_id()) return c.reply(id, {{"watching", false}});
+    c.missing_watch_id() = watch_id;
+    c.missing_watch().reset();
+    call->watch_id = watch_id;
+  }
   call->canonical_path = method == "fs/canonicalize";
   call->heavy = method == "fs/readFile" || method == "fs/copy";
   if (call->op.contains("dataBase64")) call->write_bytes = call->op["dataBase64"].get_ref<const std::string&>().size();
@@ -302,6 +341,26 @@ void FsMethods::complete(Call& call, json outcome) {
   reply(call, std::move(outcome));
 }
 
+bool FsMethods::start_watch(Call& call, const json& plan) {
+  Connection& c = *call.conn;
+  const std::uint64_t watch_id = call.watch_id;
+  // A newer watchId came while this one was planned: it owns the connection's watch now.
+  if (!plan.value("watching", false) || c.missing_watch_id() != watch_id) return false;
+  std::vector<MissingWatch::Target> targets;
+  for (const auto& t : plan.value("targets", json::array())) targets.push_back({t["dir"], t["name"]});
+  auto alive = c.liveness();
+  Connection* conn = &c;
+  auto watch = MissingWatch::start(pm_.loop(), targets, [conn, alive, watch_id] {
+    if (*alive) conn->notify("fs/missingChanged", {{"watchId", watch_id}});
+  });
+  if (!watch) {
+    UEXEC_LOG(kWarn, "fs/watchMissing: {}", watch.error().message());
+    return false;
+  }
+  c.missing_watch() = std::move(*watch);
+  return true;
+}
+
 void FsMethods::reply(Call& call, json outcome) {
   if (!*call.conn_alive) return;
   Connection& c = *call.conn;
@@ -318,6 +377,7 @@ void FsMethods::reply(Call& call, json outcome) {
     return c.error(call.id, e.value("code", kInternalError), e.value("message", "file operation failed"), std::move(data));
   }
   json result = std::move(outcome["result"]);
+  if (call.watch_id) return c.reply(call.id, {{"watching", start_watch(call, result)}});
   if (call.canonical_path && result.contains("path") && result["path"].is_string())
     result["path"] = file_uri(result["path"].get<std::string>());
   c.reply(call.id, std::move(result));

@@ -12,7 +12,9 @@
 //       carve-outs, deny-read, hidden paths); the operation goes in on its stdin and the
 //       outcome comes back on its stdout, both one JSON document. A refusal the sandbox
 //       caused (EACCES, EPERM, EROFS) says so in the error's data (kind sandboxDenied).
-// A call whose connection went away meanwhile is answered to no one. At most
+// environmentConfig/read (environment_config.h) is one more such operation; fs/watchMissing's
+// existence checks are too, and its inotify watches then belong to the connection
+// (missing_watch.h). A call whose connection went away meanwhile is answered to no one. At most
 // kMaxCallsInFlight calls, holding at most kMaxWriteBytesInFlight of write data, are accepted
 // at once per server; past either a call is refused (limitReached). Of those, at most
 // kMaxHeavyAtOnce reads and copies run at once, the others waiting in order, so the file
@@ -65,6 +67,9 @@ class FsMethods {
   void on_helper_output(std::uint64_t n);
   void complete(Call& call, nlohmann::json outcome);  // the call's end: frees its place, then replies
   void reply(Call& call, nlohmann::json outcome);
+  // fs/watchMissing: installs the connection's watch from the thread pool's plan; false when
+  // the plan says not to watch, a newer watchId took over, or inotify refused.
+  bool start_watch(Call& call, const nlohmann::json& plan);
   void sweep();
 
   session::ProcessManager& pm_;

@@ -335,6 +335,45 @@ bool flag(const json& op, const char* key, bool fallback) {
 
 }  // namespace
 
+// fs/watchMissing's plan (missing_watch.h): which directory to watch for which entry. Not
+// watching (watching:false) when nothing is missing, a missing path exists, or `present` does not.
+json watch_plan(const json& op) {
+  json targets = json::array();
+  auto no = [] { return json{{"result", {{"watching", false}}}}; };
+  const json& missing = op.at("missing");
+  if (missing.empty()) return no();
+  auto split = [](const std::string& p) {
+    auto slash = p.rfind('/');
+    return std::pair<std::string, std::string>(slash == 0 ? "/" : p.substr(0, slash), p.substr(slash + 1));
+  };
+  struct stat st {};
+  for (const auto& m : missing) {
+    std::string path = trimmed(m.get<std::string>());
+    if (::lstat(path.c_str(), &st) == 0) return no();
+    // The deepest directory on the way that exists: its entry on the way is what appears next.
+    std::string below = path;
+    for (;;) {
+      auto [dir, name] = split(below);
+      if (::stat(dir.c_str(), &st) == 0) {
+        if (S_ISDIR(st.st_mode)) targets.push_back({{"dir", dir}, {"name", name}});
+        else targets.push_back({{"dir", split(dir).first}, {"name", split(dir).second}});  // a file in the way
+        break;
+      }
+      if (dir == "/") break;
+      below = dir;
+    }
+  }
+  if (op.contains("present") && op["present"].is_string()) {
+    std::string present = trimmed(op["present"].get<std::string>());
+    if (::lstat(present.c_str(), &st) != 0) return no();
+    if (present != "/") {
+      auto [dir, name] = split(present);
+      targets.push_back({{"dir", dir}, {"name", name}});
+    }
+  }
+  return {{"result", {{"watching", true}, {"targets", targets}}}};
+}
+
 json perform_fs_op(const json& op) noexcept {
   try {
     std::string method = op.at("method").get<std::string>();
@@ -350,6 +389,7 @@ json perform_fs_op(const json& op) noexcept {
       return copy(trimmed(op.at("sourcePath").get<std::string>()), trimmed(op.at("destinationPath").get<std::string>()),
                   flag(op, "recursive", false));
     if (method == "fs/canonicalize") return canonicalize(path);
+    if (method == "fs/watchMissing") return watch_plan(op);
     if (method == "environmentConfig/read") return read_environment_config(environment_config_query(op));
     return fail(-32601, "no file operation " + method);
   } catch (const std::bad_alloc&) {

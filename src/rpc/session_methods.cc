@@ -49,6 +49,7 @@ json SessionMethods::environment() const {
     caps[k] = false;
   // What uexec serves (the file methods run where the server has a file system to offer).
   caps["environmentConfigRead"] = opts_.file_system;
+  caps["fsWatchMissing"] = opts_.file_system;
   return {{"shell", {{"name", shell.substr(shell.rfind('/') + 1)}, {"path", shell}}},
           {"executorVersion", "0.169.0"},
           {"providerId", "sha256:" + sha256_hex(fmt::format("uexec:{}:{}", host, ::getuid()))},

@@ -853,6 +853,65 @@ def _files_in(srv, n, top):
     check(not os.path.exists(top + "/out.txt"), f"{n}: and nothing was written")
 
 
+def test_watch_missing(srv):
+    """fs/watchMissing (docs/protocol.md §3.11): one one-shot watch per connection, fs/missingChanged."""
+    n = "watch"
+    top = tempfile.mkdtemp(prefix="conformance-watch-")
+    try:
+        _watch_missing_in(srv, n, top)
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
+def _watch_missing_in(srv, n, top):
+    def watch(watch_id, missing, present=None):
+        r = srv.request("fs/watchMissing", {"watchId": watch_id, "missing": [file_uri(top + m) for m in missing],
+                                            "present": file_uri(top + present) if present else None})
+        res = result_of(f"{n}: watchMissing {watch_id} {missing} {present}", r)
+        return None if res is None else res.get("watching")
+
+    def fired():
+        return [p.get("watchId") for (_, m, p) in srv.events.get(None, []) if m == "fs/missingChanged"]
+
+    def wait_fired(count, timeout=3.0):
+        srv.wait_until(lambda: len(fired()) >= count, timeout)
+        return fired()
+
+    os.makedirs(top + "/p")
+    check(watch(1, ["/a/b/c"]) is True, f"{n}: a missing path (and missing directories on the way): watching")
+    os.makedirs(top + "/a")
+    check(wait_fired(1) == [1], f"{n}: creating a missing directory on the way fires fs/missingChanged {{watchId}}",
+          short(srv.events.get(None)))
+    os.makedirs(top + "/a/b/c")
+    srv.pump(0.5)
+    check(fired() == [1], f"{n}: it fires once", short(fired()))
+    check(watch(2, ["/x"], present="/p") is True, f"{n}: missing with a present directory: watching")
+    open(top + "/p/inner", "w").close()
+    open(top + "/unrelated", "w").close()
+    srv.pump(0.7)
+    check(fired() == [1], f"{n}: a new file inside the present directory, or next to the missing path, does not fire",
+          short(fired()))
+    shutil.rmtree(top + "/p")
+    check(wait_fired(2) == [1, 2], f"{n}: removing the present path fires", short(fired()))
+    check(watch(3, ["/unrelated"]) is False, f"{n}: a missing path that exists: not watching")
+    check(watch(4, ["/y"], present="/gone") is False, f"{n}: a present path that does not exist: not watching")
+    check(watch(5, []) is False, f"{n}: nothing missing: not watching")
+    check(watch(6, ["/z"]) is True, f"{n}: watching /z")
+    check(watch(6, ["/w"]) is False, f"{n}: the same watchId again: not watching")
+    check(watch(5, ["/w"]) is False, f"{n}: an older watchId: not watching")
+    open(top + "/z", "w").close()
+    check(wait_fired(3) == [1, 2, 6], f"{n}: ...and the watch it would have replaced still fires", short(fired()))
+    check(watch(7, ["/v"]) is True, f"{n}: watching /v")
+    check(watch(8, ["/z"]) is False, f"{n}: a newer watchId that does not watch...")
+    open(top + "/v", "w").close()
+    srv.pump(0.7)
+    check(fired() == [1, 2, 6], f"{n}: ...still ends the older watch", short(fired()))
+    expect_error(f"{n}: a watchId that is not a number", srv.request("fs/watchMissing", {
+        "watchId": "w1", "missing": [file_uri(top + "/q")], "present": None}), -32602)
+    expect_error(f"{n}: a relative missing path", srv.request("fs/watchMissing", {
+        "watchId": 9, "missing": ["relative/q"], "present": None}), -32602)
+
+
 # environmentConfig/read reads the server's Codex home: a scratch one, set before the server
 # starts (main), with a trusted project (a git root, a layer at the root and one below it) and an
 # untrusted one whose file is not even TOML.
@@ -1031,7 +1090,7 @@ def main(argv):
         print(f"conformance: {passed} passed, {failed} failed", flush=True)
         return 1
     sections = [test_handshake, test_environment, test_pipes_and_read, test_max_bytes, test_long_poll, test_write,
-                test_signal_terminate, test_env_cwd, test_tty, test_errors, test_files, test_environment_config]
+                test_signal_terminate, test_env_cwd, test_tty, test_errors, test_files, test_watch_missing, test_environment_config]
     init_info = None
     try:
         for fn in sections:
