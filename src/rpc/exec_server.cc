@@ -69,6 +69,7 @@ MethodTable ExecServer::method_table() {
       M{"fs/readDirectory", G::kInitialized, L::kCodex, fs("fs/readDirectory")},
       M{"fs/copy", G::kInitialized, L::kCodex, fs("fs/copy")},
       M{"fs/canonicalize", G::kInitialized, L::kCodex, fs("fs/canonicalize")},
+      M{"fs/walk", G::kInitialized, L::kCodex, fs("fs/walk")},
       M{"fs/watchMissing", G::kInitialized, L::kCodex, fs("fs/watchMissing")},
       M{"environmentConfig/read", G::kInitialized, L::kCodex, fs("environmentConfig/read")},
       M{"process/resize", G::kInitialized, L::kExtension, bind(control_, &ProcessControlMethods::resize)},

@@ -123,6 +123,20 @@ std::string native_element(const json& v, const char* field) {
 json decode_op(const std::string& method, const json& params, const std::vector<std::string>& server_env) {
   if (method == "environmentConfig/read") return decode_environment_config(params, server_env);
   json op = {{"method", method}};
+  if (method == "fs/walk") {
+    op["path"] = native_path(params, "path");
+    if (!params.contains("options") || !params["options"].is_object()) throw invalid_param("options", "missing field `options`");
+    const json& o = params["options"];
+    for (const char* k : {"maxDepth", "maxDirectories", "maxEntries"}) {
+      auto v = o.contains(k) ? opt_number<std::uint64_t>(o, k) : std::nullopt;
+      if (!v) throw invalid_param(k, fmt::format("missing field `{}`", k));
+      op[k] = *v;
+    }
+    auto follow = opt_bool(o, "followDirectorySymlinks");
+    if (!follow) throw invalid_param("followDirectorySymlinks", "missing field `followDirectorySymlinks`");
+    op["followDirectorySymlinks"] = *follow;
+    return op;
+  }
   if (method == "fs/watchMissing") {
     auto watch_id = params.contains("watchId") ? opt_number<std::uint64_t>(params, "watchId") : std::nullopt;
     if (!watch_id) throw invalid_param("watchId", "watchId must be a whole number (u64)");
@@ -189,7 +203,7 @@ void FsMethods::call(Connection& c, const json& id, const std::string& method, c
     call->watch_id = watch_id;
   }
   call->canonical_path = method == "fs/canonicalize";
-  call->heavy = method == "fs/readFile" || method == "fs/copy";
+  call->heavy = method == "fs/readFile" || method == "fs/copy" || method == "fs/walk";
   if (call->op.contains("dataBase64")) call->write_bytes = call->op["dataBase64"].get_ref<const std::string&>().size();
   if (in_flight_ >= kMaxCallsInFlight)
     return c.error(id, kInternalError, fmt::format("{} file operations are running; try again", in_flight_),

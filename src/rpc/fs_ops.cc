@@ -7,6 +7,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <deque>
+#include <set>
+#include <vector>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -16,6 +20,7 @@
 #include "base/unique_fd.h"
 #include "rpc/base64.h"
 #include "rpc/environment_config.h"
+#include "rpc/file_uri.h"
 
 namespace uexec::rpc {
 
@@ -228,6 +233,72 @@ json read_directory(const std::string& p) {
   return ok(std::move(result));
 }
 
+// fs/walk, as Codex 0.169.0 walks (checked live): breadth first, each directory's entries in
+// byte order, the root itself not listed. Files and directories are listed (with
+// followDirectorySymlinks, also a symlink to a directory, under its own path); other kinds,
+// dangling links and links to files are left out but counted against maxEntries. A directory
+// at depth d (the root's entries are depth 0) is read when d < maxDepth and it was not read
+// already by another path (device and inode), so a link cycle ends. maxDirectories counts
+// the directories read, the root included; reaching either limit says `truncated`. A
+// directory that cannot be read is listed and named in `errors` with its os error.
+json walk(const std::string& root, std::uint64_t max_depth, std::uint64_t max_dirs, std::uint64_t max_entries,
+          bool follow) {
+  max_dirs = std::min<std::uint64_t>(max_dirs, kMaxDirectoryEntries);
+  max_entries = std::min<std::uint64_t>(max_entries, kMaxDirectoryEntries);
+  json entries = json::array(), errors = json::array();
+  struct stat st {};
+  if (::lstat(root.c_str(), &st) != 0) return os_error(errno);
+  if (S_ISLNK(st.st_mode) && (!follow || ::stat(root.c_str(), &st) != 0)) st.st_mode = 0;
+  if (!S_ISDIR(st.st_mode)) return ok({{"entries", entries}, {"errors", errors}, {"truncated", false}});
+  std::set<std::pair<dev_t, ino_t>> read_once = {{st.st_dev, st.st_ino}};
+  std::deque<std::pair<std::string, std::uint64_t>> queue = {{root, 0}};
+  std::uint64_t dirs_read = 0, seen = 0;
+  bool truncated = false;
+  while (!queue.empty() && !truncated) {
+    auto [dir, depth] = std::move(queue.front());
+    queue.pop_front();
+    if (dirs_read >= max_dirs) {
+      truncated = true;
+      break;
+    }
+    ++dirs_read;
+    DIR* d = ::opendir(dir.c_str());
+    if (!d) {
+      int err = errno;
+      const char* text = ::strerrordesc_np(err);
+      errors.push_back({{"path", file_uri(dir)}, {"message", fmt::format("{} (os error {})", text ? text : "Unknown error", err)}});
+      continue;
+    }
+    std::vector<std::string> names;
+    while (dirent* e = ::readdir(d)) {
+      std::string_view n = e->d_name;
+      if (n != "." && n != "..") names.emplace_back(n);
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    const std::string prefix = dir == "/" ? "" : dir;
+    for (const auto& name : names) {
+      if (seen >= max_entries) {
+        truncated = true;
+        break;
+      }
+      ++seen;
+      std::string path = prefix + "/" + name;
+      if (::lstat(path.c_str(), &st) != 0) continue;
+      bool is_dir = S_ISDIR(st.st_mode);
+      if (S_ISLNK(st.st_mode)) {
+        if (!follow || ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        is_dir = true;
+      } else if (!is_dir && !S_ISREG(st.st_mode)) {
+        continue;
+      }
+      entries.push_back({{"path", file_uri(path)}, {"kind", is_dir ? "directory" : "file"}});
+      if (is_dir && depth < max_depth && read_once.insert({st.st_dev, st.st_ino}).second) queue.emplace_back(path, depth + 1);
+    }
+  }
+  return ok({{"entries", std::move(entries)}, {"errors", std::move(errors)}, {"truncated", truncated}});
+}
+
 int copy_file(const std::string& from, const std::string& to, mode_t mode) {
   base::UniqueFd in(::open(from.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!in) return errno;
@@ -390,6 +461,9 @@ json perform_fs_op(const json& op) noexcept {
                   flag(op, "recursive", false));
     if (method == "fs/canonicalize") return canonicalize(path);
     if (method == "fs/watchMissing") return watch_plan(op);
+    if (method == "fs/walk")
+      return walk(path, op.at("maxDepth").get<std::uint64_t>(), op.at("maxDirectories").get<std::uint64_t>(),
+                  op.at("maxEntries").get<std::uint64_t>(), op.at("followDirectorySymlinks").get<bool>());
     if (method == "environmentConfig/read") return read_environment_config(environment_config_query(op));
     return fail(-32601, "no file operation " + method);
   } catch (const std::bad_alloc&) {

@@ -853,6 +853,63 @@ def _files_in(srv, n, top):
     check(not os.path.exists(top + "/out.txt"), f"{n}: and nothing was written")
 
 
+def test_walk(srv):
+    """fs/walk (docs/protocol.md §3.9): breadth first, byte order, links, cycles, the three limits."""
+    n = "walk"
+    top = tempfile.mkdtemp(prefix="conformance-walk-")
+    try:
+        for d in ("a/b/c/d", "m", "z"):
+            os.makedirs(os.path.join(top, d))
+        for f, text in (("a/f.md", "x"), ("a/b/g.md", "y"), ("root.txt", "r"), ("z/q.txt", "q")):
+            with open(os.path.join(top, f), "w") as fh:
+                fh.write(text)
+        os.symlink(top + "/z", top + "/dlink")
+        os.symlink(top + "/root.txt", top + "/flink")
+        os.symlink("/nonexistent-conformance", top + "/broken")
+        os.symlink(top + "/a", top + "/a/b/up")
+        os.mkfifo(top + "/fifo")
+
+        def walk(path, depth, dirs=100, entries=100, follow=False):
+            r = srv.request("fs/walk", {"path": file_uri(top + path), "options": {
+                "maxDepth": depth, "maxDirectories": dirs, "maxEntries": entries, "followDirectorySymlinks": follow}})
+            res = result_of(f"{n}: {path} depth {depth} dirs {dirs} entries {entries} follow {follow}", r)
+            if res is None:
+                return None
+            return ([(e.get("path", "")[len(file_uri(top)):], e.get("kind")) for e in res.get("entries", [])],
+                    res.get("errors"), res.get("truncated"))
+
+        D, F = "directory", "file"
+        level0 = [("/a", D), ("/m", D), ("/root.txt", F), ("/z", D)]
+        check(walk("", 0) == (level0, [], False), f"{n}: depth 0: the root's files and directories, in byte order",
+              short(walk("", 0)))
+        everything = level0 + [("/a/b", D), ("/a/f.md", F), ("/z/q.txt", F), ("/a/b/c", D), ("/a/b/g.md", F),
+                               ("/a/b/c/d", D)]
+        check(walk("", 10) == (everything, [], False), f"{n}: breadth first; links, fifos and dangling links left out",
+              short(walk("", 10)))
+        followed = [("/a", D), ("/dlink", D), ("/m", D), ("/root.txt", F), ("/z", D), ("/a/b", D), ("/a/f.md", F),
+                    ("/dlink/q.txt", F), ("/a/b/c", D), ("/a/b/g.md", F), ("/a/b/up", D), ("/a/b/c/d", D)]
+        check(walk("", 10, follow=True) == (followed, [], False),
+              f"{n}: followDirectorySymlinks: a link to a directory is listed and read once (a cycle ends)",
+              short(walk("", 10, follow=True)))
+        check(walk("", 10, dirs=2) == (level0 + [("/a/b", D), ("/a/f.md", F)], [], True),
+              f"{n}: maxDirectories counts the directories read, the root included", short(walk("", 10, dirs=2)))
+        check(walk("", 10, entries=3) == ([("/a", D)], [], True),
+              f"{n}: maxEntries counts every entry seen, listed or not", short(walk("", 10, entries=3)))
+        check(walk("/root.txt", 1) == ([], [], False), f"{n}: a file as the root: nothing", short(walk("/root.txt", 1)))
+        check(walk("/dlink", 1) == ([], [], False), f"{n}: a link as the root, not followed: nothing")
+        check(walk("/dlink", 1, follow=True) == ([("/dlink/q.txt", F)], [], False), f"{n}: a link as the root, followed",
+              short(walk("/dlink", 1, follow=True)))
+        expect_error(f"{n}: a missing root", srv.request("fs/walk", {"path": file_uri(top + "/gone"), "options": {
+            "maxDepth": 1, "maxDirectories": 1, "maxEntries": 1, "followDirectorySymlinks": False}}), -32004)
+        expect_error(f"{n}: options missing", srv.request("fs/walk", {"path": file_uri(top)}), -32602,
+                     message="missing field `options`")
+        expect_error(f"{n}: maxEntries missing", srv.request("fs/walk", {"path": file_uri(top), "options": {
+            "maxDepth": 1, "maxDirectories": 1, "followDirectorySymlinks": False}}), -32602,
+            message="missing field `maxEntries`")
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+
+
 def test_watch_missing(srv):
     """fs/watchMissing (docs/protocol.md §3.11): one one-shot watch per connection, fs/missingChanged."""
     n = "watch"
@@ -1090,7 +1147,7 @@ def main(argv):
         print(f"conformance: {passed} passed, {failed} failed", flush=True)
         return 1
     sections = [test_handshake, test_environment, test_pipes_and_read, test_max_bytes, test_long_poll, test_write,
-                test_signal_terminate, test_env_cwd, test_tty, test_errors, test_files, test_watch_missing, test_environment_config]
+                test_signal_terminate, test_env_cwd, test_tty, test_errors, test_files, test_walk, test_watch_missing, test_environment_config]
     init_info = None
     try:
         for fn in sections:
