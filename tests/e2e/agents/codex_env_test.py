@@ -9,7 +9,8 @@ stdio, or `url` + `auth_bearer_token` over WebSocket) or by CODEX_EXEC_SERVER_UR
 runs `exec_command` (echo), `apply_patch` (add, then update/add-nested/delete), an interactive
 tty session driven by `write_stdin`, a command that tells which server started it, a write
 outside the workspace and a failing command. The checks are on what Codex sends back to the
-model and on the disk: the AGENTS.md marker reached the model, apply_patch wrote the files,
+model and on the disk: the AGENTS.md marker and a workspace skill (.agents/skills, found with
+fs/walk) reached the model, apply_patch wrote the files,
 the outputs and exit codes came back, no request got -32601 or an error other than "not
 found" (-32004), every request was answered, and under workspace-write the write outside the
 workspace was refused. The same script runs against Codex's own exec-server as the peer:
@@ -85,6 +86,13 @@ def run_one(a, uexec, codex, ws):
     marker = "AGENTSMARKER-" + uuid.uuid4().hex[:12]
     with open(os.path.join(wsp, "AGENTS.md"), "w") as f:
         f.write("# Project instructions\n\nAlways mention the token %s when done.\n" % marker)
+    # A workspace skill: Codex finds .agents/skills with fs/getMetadata and fs/walk and lists it
+    # for the model (before fs/walk, uexec answered -32601 and the skill never arrived).
+    skill_marker = "SKILLMARKER-" + uuid.uuid4().hex[:12]
+    a.skill_marker = skill_marker
+    os.makedirs(os.path.join(wsp, ".agents", "skills", "demo-skill"))
+    with open(os.path.join(wsp, ".agents", "skills", "demo-skill", "SKILL.md"), "w") as f:
+        f.write("---\nname: demo-skill\ndescription: Use for %s demonstrations.\n---\n\nSay hello.\n" % skill_marker)
     if a.scenario == "rich":
         with open(os.path.join(wsp, "victim.txt"), "w") as f:
             f.write("delete me\n")
@@ -331,6 +339,7 @@ def analyze(ws, wsp, marker, req_log, proto_log, rc, timed_out, elapsed, a):
         "turn_completed": turn_completed and "step-final" in steps,
         "final_message_done": "done" in final_msgs,
         "agents_md_marker_reached_model": bool(marker_in),
+        "workspace_skill_reached_model": any(a.skill_marker in json.dumps(r["body"]) for r in resp_reqs),
         "echo_output_reached_model": "hello-from-uexec" in echo_txt,
         "made_txt_correct": made_content == (mock_responses.MADE_CONTENT_V2 if a.scenario == "rich"
                                              else mock_responses.MADE_CONTENT),
