@@ -2,7 +2,6 @@
 #include "cli/user_config.h"
 
 #include <fcntl.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <fmt/core.h>
 
 #include "base/config.h"
+#include "base/home_dir.h"
 #include "base/log.h"
 #include "cli/flags.h"
 #include "cli/ws_listener_flags.h"
@@ -108,6 +108,20 @@ std::string strings_of(const toml::node& v, std::vector<std::string>& out) {
 
 constexpr std::size_t kRingMin = 4u << 10, kRingMax = 256u << 20;
 
+// The reader and the display of a key that is a plain true/false member.
+template <bool UserConfig::*kMember>
+std::string read_bool(const toml::node& v, UserConfig& c) {
+  auto b = bool_of(v);
+  if (!b) return "needs true or false";
+  c.*kMember = *b;
+  return {};
+}
+
+template <bool UserConfig::*kMember>
+std::string show_bool(const UserConfig& c) {
+  return c.*kMember ? "true" : "false";
+}
+
 // One key: the one place that names it, reads it, shows it and explains it. `read` returns
 // "" or what is wrong with the value.
 struct KeySpec {
@@ -135,13 +149,7 @@ const KeySpec kKeys[] = {
      },
      [](const UserConfig& c) { return quoted(c.ws.empty() ? "off" : c.ws); }},
     {"daemon", "web", "serve the web terminal's page on that port (--no-web)",
-     [](const toml::node& v, UserConfig& c) -> std::string {
-       auto b = bool_of(v);
-       if (!b) return "needs true or false";
-       c.web = *b;
-       return {};
-     },
-     [](const UserConfig& c) -> std::string { return c.web ? "true" : "false"; }},
+     read_bool<&UserConfig::web>, show_bool<&UserConfig::web>},
     {"daemon", "web_root", "the page's directory; \"\": the installed page (--web-root, $UEXEC_WEB_ROOT)",
      [](const toml::node& v, UserConfig& c) -> std::string {
        auto s = string_of(v);
@@ -237,13 +245,7 @@ const KeySpec kKeys[] = {
      },
      [](const UserConfig& c) { return quoted(policy::approval_policy_name(c.approval)); }},
     {"agent", "env_preset", "agent commands run with NO_COLOR=1, TERM=dumb, pagers set to cat, editors to true, …",
-     [](const toml::node& v, UserConfig& c) -> std::string {
-       auto b = bool_of(v);
-       if (!b) return "needs true or false";
-       c.env_preset = *b;
-       return {};
-     },
-     [](const UserConfig& c) -> std::string { return c.env_preset ? "true" : "false"; }},
+     read_bool<&UserConfig::env_preset>, show_bool<&UserConfig::env_preset>},
     {"agent", "max_output_tokens", "a call's output budget when the call names none (1 to 10000 tokens of 4 bytes)",
      [](const toml::node& v, UserConfig& c) -> std::string {
        auto i = v.as_integer();
@@ -255,25 +257,13 @@ const KeySpec kKeys[] = {
      },
      [](const UserConfig& c) { return std::to_string(c.max_output_tokens); }},
     {"agent", "structured_content", "`uexec mcp`: tool results also carry structuredContent (--structured-content)",
-     [](const toml::node& v, UserConfig& c) -> std::string {
-       auto b = bool_of(v);
-       if (!b) return "needs true or false";
-       c.structured_content = *b;
-       return {};
-     },
-     [](const UserConfig& c) -> std::string { return c.structured_content ? "true" : "false"; }},
+     read_bool<&UserConfig::structured_content>, show_bool<&UserConfig::structured_content>},
 };
 
 const char* const kTables[] = {"daemon", "sessions", "sandbox", "agent"};
 
 std::string where(const std::string& path, const toml::source_region& at) {
   return fmt::format("{}:{}:{}", path, at.begin.line, at.begin.column);
-}
-
-std::string home_dir() {
-  if (const char* h = std::getenv("HOME"); h && *h == '/') return h;
-  if (passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir) return pw->pw_dir;
-  return {};
 }
 
 std::string config_dir_of(const std::string& file) {
@@ -286,7 +276,8 @@ std::string config_dir_of(const std::string& file) {
 std::string user_config_path() {
   if (const char* p = std::getenv("UEXEC_CONFIG"); p && *p) return p;
   if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x == '/') return std::string(x) + "/uexec/config.toml";
-  std::string home = home_dir();
+  const char* home_env = std::getenv("HOME");
+  std::string home = base::home_dir(home_env ? home_env : "");
   return (home.empty() ? std::string("/") : home) + "/.config/uexec/config.toml";
 }
 

@@ -1,7 +1,6 @@
 #include "rpc/fs_methods.h"
 
 #include <fmt/core.h>
-#include <pwd.h>
 #include <unistd.h>
 #include <uv.h>
 
@@ -9,6 +8,8 @@
 #include <functional>
 #include <optional>
 
+#include "agent/agent_env.h"
+#include "base/home_dir.h"
 #include "base/log.h"
 #include "rpc/environment_config.h"
 #include "rpc/file_uri.h"
@@ -91,16 +92,8 @@ json decode_environment_config(const json& params, const std::vector<std::string
   q.requirements_paths = key_paths(params, "requirementsPaths");
   if (q.config_paths.empty() && q.requirements_paths.empty())
     throw invalid_param("configPaths", "at least one config or requirements path is required");
-  auto env = [&](std::string_view name) -> std::string {
-    for (const auto& kv : server_env)
-      if (kv.size() > name.size() && kv.compare(0, name.size(), name) == 0 && kv[name.size()] == '=')
-        return kv.substr(name.size() + 1);
-    return {};
-  };
-  q.home = env("HOME");
-  if (q.home.empty() || q.home.front() != '/')
-    if (passwd* pw = ::getpwuid(::getuid()); pw && pw->pw_dir) q.home = pw->pw_dir;
-  q.codex_home = env("CODEX_HOME");
+  q.home = base::home_dir(agent::env_get(server_env, "HOME").value_or(""));
+  q.codex_home = agent::env_get(server_env, "CODEX_HOME").value_or("");
   if (q.codex_home.empty() || q.codex_home.front() != '/') q.codex_home = q.home + "/.codex";
   char host[256] = {0};
   if (::gethostname(host, sizeof host - 1) == 0) q.hostname = host;

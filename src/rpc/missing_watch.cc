@@ -1,7 +1,6 @@
 // missing_watch.cc: inotify watches for fs/watchMissing (missing_watch.h).
 #include "rpc/missing_watch.h"
 
-#include <cstring>
 
 namespace uexec::rpc {
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "base/home_dir.h"
 #include "policy/linux_sandbox.h"
 #include "rpc/file_uri.h"
 #include "rpc/process_control_methods.h"
@@ -36,7 +37,8 @@ json SessionMethods::environment() const {
   std::string shell = pw && pw->pw_shell ? pw->pw_shell : "/bin/sh";
   // $HOME first, as Codex's exec-server and every shell the server starts see it.
   const char* home_env = std::getenv("HOME");
-  std::string home = home_env && *home_env == '/' ? home_env : pw && pw->pw_dir ? pw->pw_dir : "/";
+  std::string home = base::home_dir(home_env ? home_env : "");
+  if (home.empty()) home = "/";
   char host[256] = {0};
   ::gethostname(host, sizeof host - 1);
   const char* tmp = std::getenv("TMPDIR");

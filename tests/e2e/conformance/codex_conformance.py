@@ -15,6 +15,7 @@ Standard library only (Python >= 3.8).
 """
 
 import base64
+import contextlib
 import json
 import os
 import re
@@ -249,6 +250,16 @@ def expect_error(name, resp, code, message=None, contains=None, prefix=None):
     if prefix is not None:
         want += f" message starting {prefix!r}"
     return check(ok, name, f"expected {want}, got {short(err)}")
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix):
+    """A fresh directory for one section, removed when it ends however it ends."""
+    top = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield top
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def file_uri(path):
@@ -720,12 +731,8 @@ def test_errors(srv):
 
 def test_files(srv):
     """fs/* (docs/protocol.md §3.9): shapes and error codes both servers share, in a scratch tree."""
-    n = "files"
-    top = tempfile.mkdtemp(prefix="conformance-fs-")
-    try:
-        _files_in(srv, n, top)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
+    with scratch_dir("conformance-fs-") as top:
+        _files_in(srv, "files", top)
 
 
 def _files_in(srv, n, top):
@@ -856,8 +863,7 @@ def _files_in(srv, n, top):
 def test_walk(srv):
     """fs/walk (docs/protocol.md §3.9): breadth first, byte order, links, cycles, the three limits."""
     n = "walk"
-    top = tempfile.mkdtemp(prefix="conformance-walk-")
-    try:
+    with scratch_dir("conformance-walk-") as top:
         for d in ("a/b/c/d", "m", "z"):
             os.makedirs(os.path.join(top, d))
         for f, text in (("a/f.md", "x"), ("a/b/g.md", "y"), ("root.txt", "r"), ("z/q.txt", "q")):
@@ -906,18 +912,12 @@ def test_walk(srv):
         expect_error(f"{n}: maxEntries missing", srv.request("fs/walk", {"path": file_uri(top), "options": {
             "maxDepth": 1, "maxDirectories": 1, "followDirectorySymlinks": False}}), -32602,
             message="missing field `maxEntries`")
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_watch_missing(srv):
     """fs/watchMissing (docs/protocol.md §3.11): one one-shot watch per connection, fs/missingChanged."""
-    n = "watch"
-    top = tempfile.mkdtemp(prefix="conformance-watch-")
-    try:
-        _watch_missing_in(srv, n, top)
-    finally:
-        shutil.rmtree(top, ignore_errors=True)
+    with scratch_dir("conformance-watch-") as top:
+        _watch_missing_in(srv, "watch", top)
 
 
 def _watch_missing_in(srv, n, top):
