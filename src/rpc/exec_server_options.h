@@ -11,7 +11,9 @@ namespace uexec::rpc {
 
 struct ExecServerOptions {
   bool daemon = false;                                // sockets: sessions outlive connections
-  std::chrono::milliseconds detached_ttl{10000};
+  // How long a detached session waits for its resume before its processes are ended (a
+  // client may ask for less, or -1 on a daemon: until killed). Codex's resume design: 30 s.
+  std::chrono::milliseconds detached_ttl{30000};
   // How long a closed process stays listed and readable before it is forgotten (its id then
   // answers with its tombstone); nullopt: until the daemon ends. Codex's exec-server: 30 s.
   std::optional<std::chrono::milliseconds> exited_retention{std::chrono::milliseconds{30000}};

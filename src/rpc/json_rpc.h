@@ -32,6 +32,8 @@ inline constexpr int kInvalidRequest = -32600;
 inline constexpr int kMethodNotFound = -32601;
 inline constexpr int kInvalidParams = -32602;
 inline constexpr int kInternalError = -32603;
+// Server-defined: resume of a session another connection holds (Codex exec-server's code).
+inline constexpr int kSessionBusy = -32010;
 
 // What is wrong with a line's envelope, in the order the decoder checks.
 enum class EnvelopeProblem {

@@ -90,8 +90,8 @@ void SessionMethods::initialize(Connection& c, const json& id, const json& param
     session = opts_.daemon ? table_.find_session(rid) : nullptr;
     if (!session)
       return c.error(id, kInvalidRequest, "unknown session id " + rid, {{"kind", "unknownSession"}, {"sessionId", rid}});
-    if (session->connection)
-      return c.error(id, kInvalidRequest, "session " + rid + " is attached to another connection",
+    if (session->connection)  // Codex's code and words: its client retries on this message
+      return c.error(id, kSessionBusy, "session " + rid + " is already attached to another connection",
                      {{"kind", "sessionBusy"}, {"sessionId", rid}});
     resumed = true;
   }

@@ -121,7 +121,10 @@ class Ctx:
         return e
 
     # -- connections and processes
-    def conn(self, name, daemon=None, init=True, ttl_ms=None, extensions=True):
+    def conn(self, name, daemon=None, init=True, ttl_ms=10000, extensions=True):
+        """A connection, initialized unless `init` is false. A closed one's session lingers
+        `ttl_ms` (10 s by default, under the daemon's 30 s, so a case's leftovers end well
+        within the invariants' settle)."""
         d = daemon or self.daemon
         c = Conn(self.hub, d.sock, name)
         c.tr = Tracker(c, self.stats)

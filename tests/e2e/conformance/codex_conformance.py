@@ -74,6 +74,7 @@ def tool(name):
 SH = tool("sh")
 SLEEP = tool("sleep")
 HEAD = tool("head")
+CAT = tool("cat")
 ENV = tool("env")
 PWD = tool("pwd")
 TTY = tool("tty")
@@ -211,6 +212,92 @@ class Server:
             return self.errlog.read()[-2000:].decode("utf-8", "replace")
         except OSError:
             return ""
+
+
+class WsConn(Server):
+    """One JSON-RPC connection over WebSocket (one message per text frame), for the sections that
+    need a server with sessions (resume). Minimal RFC 6455 client: masked text frames out, text,
+    ping and close frames in."""
+
+    def __init__(self, url):
+        import socket
+        host, port = urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port
+        self.sock = socket.create_connection((host, port), timeout=5)
+        key = b64(os.urandom(16))
+        self.sock.sendall((f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\n"
+                           f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                           "Sec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise OSError("closed during the WebSocket handshake")
+            head += chunk
+        head, self.raw = head.split(b"\r\n\r\n", 1)
+        if b" 101 " not in head.split(b"\r\n", 1)[0]:
+            raise OSError(f"upgrade refused: {head[:200]!r}")
+        self.fd = self.sock.fileno()
+        self.buf = b""
+        self.eof = False
+        self.next_id = 1
+        self.responses = {}
+        self.events = {}
+        self.arrival = 0
+        self.junk = []
+        self._frames()
+
+    def send_line(self, raw):
+        data = raw.encode()
+        mask = os.urandom(4)
+        n = len(data)
+        head = bytes([0x81]) + (bytes([0x80 | n]) if n < 126 else
+                               bytes([0x80 | 126]) + n.to_bytes(2, "big") if n < 65536 else
+                               bytes([0x80 | 127]) + n.to_bytes(8, "big"))
+        try:
+            self.sock.sendall(head + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+            return True
+        except OSError:
+            return False
+
+    def _frames(self):
+        while len(self.raw) >= 2:
+            op, n, at = self.raw[0] & 0x0F, self.raw[1] & 0x7F, 2
+            if n == 126:
+                n, at = int.from_bytes(self.raw[2:4], "big"), 4
+            elif n == 127:
+                n, at = int.from_bytes(self.raw[2:10], "big"), 10
+            if len(self.raw) < at + n:
+                return
+            payload, self.raw = self.raw[at:at + n], self.raw[at + n:]
+            if op == 0x1:
+                self._dispatch(payload)
+            elif op == 0x8:
+                self.eof = True
+            elif op == 0x9:
+                self.sock.sendall(bytes([0x8A, 0x80]) + os.urandom(4))
+
+    def pump(self, timeout):
+        if self.eof:
+            time.sleep(min(timeout, 0.05))
+            return
+        r, _, _ = select.select([self.fd], [], [], max(0.0, timeout))
+        if not r:
+            return
+        try:
+            data = self.sock.recv(1 << 20)
+        except OSError:
+            data = b""
+        if not data:
+            self.eof = True
+            return
+        self.raw += data
+        self._frames()
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
 
 
 # --- helpers -------------------------------------------------------------------------------------------------------
@@ -1098,6 +1185,81 @@ def _environment_config_in(srv, n):
             f.write(USER_CONFIG)
 
 
+def test_resume(argv):
+    """Resume after a disconnect (openai/codex PR 28512; docs/protocol.md §2.1), on a server of its
+    own listening on ws://127.0.0.1:0: a closed connection's session keeps its processes; a new
+    connection that resumes it reads what they printed meanwhile, in seq order, with their exit,
+    and writes to one still running; a second resume while attached is refused (-32010), an
+    unknown id too (-32600)."""
+    n = "resume"
+    ws_argv = list(argv[:-1]) + ["ws://127.0.0.1:0"] if argv[-2:] == ["--listen", "stdio"] else None
+    if not check(ws_argv is not None, f"{n}: server argv ends with --listen stdio", short(argv)):
+        return
+    errlog = tempfile.TemporaryFile()
+    proc = subprocess.Popen(ws_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errlog)
+    conns = []
+    try:
+        r, _, _ = select.select([proc.stdout], [], [], 10)
+        url = proc.stdout.readline().decode().strip() if r else ""
+        if not check(url.startswith("ws://"), f"{n}: the server prints its ws:// address", repr(url)):
+            return
+
+        def connect(params, name):
+            c = WsConn(url)
+            conns.append(c)
+            return c, c.request("initialize", dict({"clientName": "codex-conformance"}, **params))
+
+        a, resp = connect({}, "a")
+        init = result_of(f"{n}: initialize", resp)
+        sid = (init or {}).get("sessionId")
+        if not check(isinstance(sid, str) and sid, f"{n}: initialize gives a sessionId", short(init)):
+            return
+        a.notify("initialized", {})
+        start(a, n, "gone-1", ["/bin/sh", "-c", "echo one; sleep 0.4; echo two; exit 3"], env={"PATH": "/usr/bin:/bin"})
+        start(a, n, "cat-1", [CAT], env={}, pipe_stdin=True)
+        a.wait_until(lambda: b"one" in a.output("gone-1"), 5)
+        a.close()
+        time.sleep(1.0)  # gone-1 prints "two" and exits while no connection is attached
+
+        b, resp = connect({"resumeSessionId": sid}, "b")
+        res = result_of(f"{n}: initialize with resumeSessionId", resp)
+        check((res or {}).get("sessionId") == sid, f"{n}: the resumed session keeps its id", short(res))
+        b.notify("initialized", {})
+        rd = result_of(f"{n}: process/read of a process that ended while detached",
+                       b.request("process/read", {"processId": "gone-1", "afterSeq": 0, "waitMs": 3000}))
+        if rd is not None:
+            chunks = read_shape(f"{n}: read", rd)
+            text = b"".join(unb64(c.get("chunk", "")) or b"" for c in chunks)
+            check(text == b"one\ntwo\n", f"{n}: everything it printed, once, in order", repr(text))
+            check(rd.get("exited") is True and rd.get("exitCode") == 3, f"{n}: its exit code", short(rd))
+        w = result_of(f"{n}: process/write to a process started before the disconnect",
+                      b.request("process/write", {"processId": "cat-1", "chunk": b64(b"again\n"), "writeId": "w-resume"}))
+        if w is not None:
+            check(w.get("status") == "accepted", f"{n}: the handle is still valid", short(w))
+        got = b""
+        deadline = time.monotonic() + 5
+        while b"again" not in got and time.monotonic() < deadline:
+            rd = b.request("process/read", {"processId": "cat-1", "afterSeq": 0, "waitMs": 500})
+            got = b"".join(unb64(c.get("chunk", "")) or b"" for c in ((rd or {}).get("result") or {}).get("chunks", []))
+        check(b"again" in got, f"{n}: and its output comes back", repr(got))
+
+        _, resp = connect({"resumeSessionId": sid}, "c")
+        expect_error(f"{n}: resuming a session another connection holds", resp, -32010,
+                     message=f"session {sid} is already attached to another connection")
+        _, resp = connect({"resumeSessionId": "no-such-session"}, "d")
+        expect_error(f"{n}: resuming an unknown session", resp, -32600, message="unknown session id no-such-session")
+        b.request("process/terminate", {"processId": "cat-1"})
+    except OSError as e:
+        check(False, f"{n}: WebSocket", f"{e}; server stderr: {errlog.seek(0) or errlog.read()[-600:]!r}")
+    finally:
+        for c in conns:
+            c.close()
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+
+
+
 def test_stdin_eof(srv):
     n = "eof"
     pid = "eof-sleep"
@@ -1147,7 +1309,8 @@ def main(argv):
         print(f"conformance: {passed} passed, {failed} failed", flush=True)
         return 1
     sections = [test_handshake, test_environment, test_pipes_and_read, test_max_bytes, test_long_poll, test_write,
-                test_signal_terminate, test_env_cwd, test_tty, test_errors, test_files, test_walk, test_watch_missing, test_environment_config]
+                test_signal_terminate, test_env_cwd, test_tty, test_errors, test_files, test_walk, test_watch_missing, test_environment_config,
+                test_resume]
     init_info = None
     try:
         for fn in sections:
@@ -1161,7 +1324,7 @@ def main(argv):
                 init_info = fn(srv)
             elif fn is test_environment:
                 fn(srv, init_info)
-            elif fn is test_environment_config:
+            elif fn in (test_environment_config, test_resume):
                 fn(argv)
             else:
                 fn(srv)
