@@ -387,6 +387,8 @@ void FsMethods::reply(Call& call, json outcome) {
   if (call.watch_id) return c.reply(call.id, {{"watching", start_watch(call, result)}});
   if (call.canonical_path && result.contains("path") && result["path"].is_string())
     result["path"] = file_uri(result["path"].get<std::string>());
+  if (result.size() == 1 && result.contains("dataBase64") && result["dataBase64"].is_string())  // fs/readFile
+    return c.send_raw(encode_clean_string_result(call.id, "dataBase64", result["dataBase64"].get_ref<const std::string&>()));
   c.reply(call.id, std::move(result));
 }
 

@@ -148,6 +148,14 @@ std::string encode_result(const json& id, json result) {
   return encode_json({{"jsonrpc", "2.0"}, {"id", id}, {"result", std::move(result)}});
 }
 
+std::string encode_clean_string_result(const json& id, const std::string& key, std::string_view clean) {
+  // Members are written in key order, so "result" is the message's last and the line ends
+  // with the empty value's closing quote and two braces: `..."result":{"KEY":""}}`.
+  std::string line = encode_result(id, {{key, ""}});
+  line.insert(line.size() - 3, clean);
+  return line;
+}
+
 std::string encode_error(const json& id, int code, const std::string& message, json data) {
   json err = {{"code", code}, {"message", message}};
   if (!data.is_null()) err["data"] = std::move(data);

@@ -95,6 +95,10 @@ std::string encode_invalid(const JsonRpcMessage& invalid);
 // never thrown.
 std::string encode_json(const json& message);
 std::string encode_result(const json& id, json result);
+// encode_result(id, {key: clean}) for a `clean` string that needs no JSON escaping (base64),
+// copied into the line as it is: nlohmann escapes a string a character at a time, which was
+// the largest cost of an fs/readFile reply.
+std::string encode_clean_string_result(const json& id, const std::string& key, std::string_view clean);
 // `data` is left out when null.
 std::string encode_error(const json& id, int code, const std::string& message, json data = nullptr);
 std::string encode_notification(const std::string& method, json params);
