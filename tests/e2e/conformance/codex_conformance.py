@@ -21,6 +21,7 @@ import os
 import re
 import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -1196,7 +1197,10 @@ def test_resume(argv):
     if not check(ws_argv is not None, f"{n}: server argv ends with --listen stdio", short(argv)):
         return
     errlog = tempfile.TemporaryFile()
-    proc = subprocess.Popen(ws_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errlog)
+    # Its own process group: Codex's ws server leaves a child of its own running (seen: one
+    # more `codex exec-server` reparented to init), so the whole group goes at the end.
+    proc = subprocess.Popen(ws_argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=errlog,
+                            start_new_session=True)
     conns = []
     try:
         r, _, _ = select.select([proc.stdout], [], [], 10)
@@ -1254,8 +1258,10 @@ def test_resume(argv):
     finally:
         for c in conns:
             c.close()
-        if proc.poll() is None:
-            proc.kill()
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         proc.wait()
 
 
