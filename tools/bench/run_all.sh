@@ -94,6 +94,24 @@ else
   echo "run_all.sh: node or /usr/bin/chromium missing; B1 (bench_web) skipped" >&2
 fi
 
+# A-turn, a scripted Codex turn through uexec's exec-server and through Codex's own (the Codex
+# CLI from tests/e2e/conformance, which tools/dev bench installs).
+codex_bin=("$root"/tests/e2e/conformance/node_modules/@openai/codex-linux-*/vendor/*/bin/codex)
+rm -f "$out/bench_codex_turn.json" "$out/bench_codex_turn.md"
+if [[ -x "${codex_bin[0]}" ]]; then
+  echo "== bench_codex_turn ${quick[*]:-}" >&2
+  if python3 "$root/tools/bench/bench_codex_turn.py" "$build/src/uexec" "${codex_bin[0]}" "${quick[@]}" \
+       --json "$out/bench_codex_turn.json" >"$out/bench_codex_turn.md"; then
+    merged+=(bench_codex_turn)
+  else
+    echo "run_all.sh: bench_codex_turn failed" >&2
+    failed=1
+  fi
+  cat "$out/bench_codex_turn.md"
+else
+  echo "run_all.sh: no Codex CLI in tests/e2e/conformance; A-turn (bench_codex_turn) skipped" >&2
+fi
+
 finished="$(date -u '+%Y-%m-%dT%H:%M:%SZ')"
 python3 - "$out" "$commit" "$started" "$finished" "$machine" "$mode" "${merged[@]}" <<'PY'
 import json, os, sys

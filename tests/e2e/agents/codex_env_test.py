@@ -352,13 +352,16 @@ def analyze(ws, wsp, marker, req_log, proto_log, rc, timed_out, elapsed, a):
         checks["patch2_nested_created"] = os.path.exists(nested) and open(nested).read() == "nested file\n"
         checks["patch2_victim_deleted"] = not os.path.exists(os.path.join(wsp, "victim.txt"))
         checks["interactive_write_stdin_got_ping"] = "got-ping" in json.dumps(outputs.get("call_write") or "")
+        checks["readback_shows_what_apply_patch_wrote"] = (
+            "second line UPDATED" in json.dumps(outputs.get("call_readback") or "")
+            and "nested file" in json.dumps(outputs.get("call_readback") or ""))
         fo = json.dumps(outputs.get("call_fail") or "")
         m = re.search(r"PARENT=([^\n\\]*)", json.dumps(outputs.get("call_whoami") or ""))
         parent = m.group(1) if m else None
         checks["command_ran_under_chosen_server"] = bool(parent) and (
             ("uexec" in parent) if a.server == "uexec" else ("exec-server" in parent or "codex-linux-sandbox" in parent))
         if not a.no_tee and a.transport == "stdio":
-            n_exec = sum(1 for st in steps if st in ("step1-shell", "step-interactive-start", "step-whoami",
+            n_exec = sum(1 for st in steps if st in ("step1-shell", "step-readback", "step-interactive-start", "step-whoami",
                                                     "step-escape", "step-stderr-exit"))
             checks["every_exec_command_was_a_process_start"] = calls.get("process/start", 0) == n_exec
         outside = os.path.join(ws, "outside.txt")

@@ -11,7 +11,8 @@ request's `input` (so retries are harmless):
   step 2: shell output present        -> apply_patch creating made.txt
   step 3: apply_patch output present  -> assistant message "done"
 The "rich" scenario adds steps between 2 and 3 (rich_steps): a patch that updates, adds a
-nested file and deletes, a patch that escapes the workspace, a tty session driven by
+nested file and deletes, a patch that escapes the workspace, a command reading back what the
+patches wrote, a tty session driven by
 write_stdin, a command naming its parent process, a write outside the workspace, and a
 command that writes to stderr and exits 3. The "mcp" scenario calls uexec's MCP tools instead
 (mcp_steps): a small command, a large one, and read_output at the offset its header names.
@@ -129,6 +130,10 @@ def rich_steps(tools, body):
     if t is not None and t.get("type") == "custom":
         steps.append(("step-patch-escape", {"type": "custom_tool_call", "name": "apply_patch",
                                             "call_id": "call_patch_escape", "input": esc_patch}))
+    if "exec_command" in tools:  # what apply_patch wrote, read back by a command
+        steps.append(("step-readback", {
+            "type": "function_call", "name": "exec_command", "call_id": "call_readback",
+            "arguments": json.dumps({"cmd": "cat made.txt sub/dir/nested.txt", "yield_time_ms": 5000})}))
     if "exec_command" in tools and "write_stdin" in tools:
         steps.append(("step-interactive-start", {
             "type": "function_call", "name": "exec_command", "call_id": "call_stdin",
