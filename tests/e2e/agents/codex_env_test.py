@@ -15,9 +15,12 @@ the outputs and exit codes came back, no request got -32601 or an error other th
 found" (-32004), every request was answered, and under workspace-write the write outside the
 workspace was refused. The same script runs against Codex's own exec-server as the peer:
 whatever passes there must pass through uexec. One more run (uexec-mcp) registers `uexec mcp`
-as an MCP server of Codex's own environment and checks what the model reads from its tools:
-the output as plain text, the exit code and session id, the truncation named in the header,
-and read_output at that offset returning exactly those bytes.
+as an MCP server of Codex's own environment and plays the script Claude Code and Gemini CLI
+get in mcp_agents_test.py (mock_models.script): it checks what the model reads from uexec's
+tools (the output as plain text, the exit code and session id, the truncation named in the
+header, read_output at that offset returning exactly those bytes, a tty bash driven by
+write_stdin, a `sleep 300` found with list_sessions and ended with kill_session) and that
+nothing started through uexec outlives Codex.
 
 Each run works in a fresh directory under /var/tmp (kept with --keep or on failure, for its
 logs: requests.jsonl, proto.jsonl, codex.stderr). Exit 0 when every run passes; 77 (meson's
@@ -39,6 +42,8 @@ import tempfile
 
 BASE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BASE)
+import mcp_agents_test  # noqa: E402  (marked_processes: what outlives the CLI)
+import mock_models  # noqa: E402  (the MCP scenario's script and what its checks compare with)
 import mock_responses  # noqa: E402  (the scripted contents the checks compare with)
 
 # name -> run options; the uexec runs, then Codex's own exec-server as the peer.
@@ -108,9 +113,10 @@ def run_one(a, uexec, codex, ws):
     srv_err = os.path.join(ws, "server.stderr")
     port_file = os.path.join(ws, "mock.port")
     mock_err = open(os.path.join(ws, "mock.stderr"), "w")
+    run_marker = "codexmcp" + uuid.uuid4().hex[:12]  # mcp: in the env of uexec mcp and its commands
     mock = subprocess.Popen([sys.executable, os.path.join(BASE, "mock_responses.py"),
                              "--log", req_log, "--port-file", port_file,
-                             "--scenario", a.scenario],
+                             "--scenario", a.scenario, "--marker", run_marker],
                             stdout=mock_err, stderr=mock_err)
     for _ in range(100):
         if os.path.exists(port_file):
@@ -142,6 +148,7 @@ enabled = false
 command = {toml_str(uexec)}
 args = ["mcp"]
 default_tools_approval_mode = "approve"
+env = {{ UEXEC_E2E_RUN = {toml_str(run_marker)} }}
 """)
 
     server_prog = UEXEC if a.server == "uexec" else a.codex
@@ -222,6 +229,20 @@ default_tools_approval_mode = "approve"
                 os.killpg(p.pid, signal.SIGKILL)
                 rc = p.wait()
     elapsed = time.time() - t0
+    left = {}
+    if a.transport == "mcp":
+        # What Codex started through uexec must go when Codex does: `uexec mcp` and the commands
+        # (the tty bash is left running by the script). Bounded wait, not a measure.
+        t1 = time.time()
+        left = mcp_agents_test.marked_processes([run_marker], exclude=[mock.pid])
+        while left and time.time() - t1 < mcp_agents_test.CLEANUP_WAIT_S:
+            time.sleep(0.2)
+            left = mcp_agents_test.marked_processes([run_marker], exclude=[mock.pid])
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
     time.sleep(0.3)
     mock.terminate()
     mock.wait()
@@ -235,7 +256,7 @@ default_tools_approval_mode = "approve"
 
     mock_err.close()
     if a.transport == "mcp":
-        report = analyze_mcp(ws, req_log, rc, timed_out, elapsed, a)
+        report = analyze_mcp(ws, req_log, rc, timed_out, elapsed, a, left)
     else:
         report = analyze(ws, wsp, marker, req_log, proto_log, rc, timed_out, elapsed, a)
     with open(os.path.join(ws, "report.json"), "w") as f:
@@ -390,32 +411,40 @@ def analyze(ws, wsp, marker, req_log, proto_log, rc, timed_out, elapsed, a):
     }
 
 
-def analyze_mcp(ws, req_log, rc, timed_out, elapsed, a):
-    """What the model received from uexec's MCP tools: readable text with everything in it."""
+def analyze_mcp(ws, req_log, rc, timed_out, elapsed, a, left):
+    """What the model received from uexec's MCP tools (mock_models.script, as for Claude Code and
+    Gemini CLI): readable text with everything in it, and nothing left running after Codex."""
     reqs = load_jsonl(req_log)
     steps = [r.get("step") for r in reqs]
-    outputs = {}
+    results = {}
     for r in reqs:
         body = r.get("body") if isinstance(r.get("body"), dict) else {}
-        for item in body.get("input") or []:
-            if item.get("type") == "function_call_output":
-                out = item.get("output")
-                if isinstance(out, list):  # Codex passes an MCP result's text items as input_text
-                    out = "".join(part.get("text", "") for part in out if isinstance(part, dict))
-                outputs.setdefault(item.get("call_id"), out if isinstance(out, str) else json.dumps(out))
-    small, large, reread = (outputs.get(k, "") for k in ("call_mcp_small", "call_mcp_large", "call_mcp_reread"))
-    m = mock_responses.MCP_OMITTED.search(large)
-    whole = "".join(f"{i}\n" for i in range(1, 200001))
-    want = whole[int(m.group(4)):int(m.group(4)) + mock_responses.MCP_REREAD_BYTES] if m else None
+        for step, text in mock_responses.mcp_results(body).items():
+            results.setdefault(step, text)
+    outputs = {"call_mcp_" + k: v for k, v in results.items()}
+    small, large, reread, tty, typed, server, listed, killed = (
+        results.get(k, "") for k in ("small", "large", "reread", "tty", "type", "server", "list", "kill"))
+    m = mock_models.OMITTED.search(large)
+    whole = mock_models.LARGE_OUT
+    want = whole[int(m.group(4)):int(m.group(4)) + mock_models.REREAD_BYTES] if m else None
+    srv = mock_models.RUNNING.search(server)
+    srv_id = srv.group(1) if srv else None
+    list_line = next((ln for ln in listed.splitlines() if srv_id and ln.split()[:1] == [srv_id]), "")
     checks = {
         "codex_exit_0": rc == 0 and not timed_out,
         "turn_completed": "step-final" in steps,
-        "small: the output as plain text": "hi-42\n1\n2\n3\n4\n5\n" in small,
+        "small: the output as plain text": mock_models.SMALL_OUT in small,
         "small: the exit code": "Process exited with code 0" in small,
         "small: the session id": re.search(r"Session ID: \d+ \(exited", small) is not None,
         "small: no JSON of structuredContent": '"output":' not in small and "structuredContent" not in small,
         "large: the truncation said in the header, with the read_output call": m is not None,
         "reread: read_output at that offset returns those bytes": want is not None and want in reread,
+        "tty: bash runs in a session": mock_models.RUNNING.search(tty) is not None,
+        "write_stdin: the shell's answer typed-77": mock_models.TYPED_OUT.search(typed) is not None,
+        "server: sleep 300 keeps running in a session": srv_id is not None,
+        "list_sessions: lists it, running": "running" in list_line.split() and "sleep 300" in list_line,
+        "kill_session: says it was stopped": bool(srv_id) and "Session ID: %s (exited" % srv_id in killed,
+        "after codex: nothing it started through uexec is running": not left,
     }
     return {"ws": ws, "transport": a.transport, "scenario": a.scenario, "git": a.git, "server": a.server,
             "tee": False, "model": a.model, "codex_rc": rc, "timed_out": timed_out, "elapsed_s": round(elapsed, 2),

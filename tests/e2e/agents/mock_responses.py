@@ -15,7 +15,9 @@ nested file and deletes, a patch that escapes the workspace, a command reading b
 patches wrote, a tty session driven by
 write_stdin, a command naming its parent process, a write outside the workspace, and a
 command that writes to stderr and exits 3. The "mcp" scenario calls uexec's MCP tools instead
-(mcp_steps): a small command, a large one, and read_output at the offset its header names.
+(mcp_steps), the script mock_models.py plays for Claude Code and Gemini CLI: a small command,
+a large one, read_output at the offset its header names, a tty bash driven by write_stdin, a
+`sleep 300` left running, list_sessions, kill_session.
 Every request (method, path, headers, parsed JSON body) is appended to the log.
 """
 import argparse
@@ -25,6 +27,9 @@ import re
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mock_models  # noqa: E402  (the MCP scenario's script, shared with Claude Code's and Gemini's)
 
 ECHO_CMD = "echo hello-from-uexec"
 MADE_CONTENT = "made by apply_patch via codex e2e\nsecond line\n"
@@ -159,29 +164,36 @@ def rich_steps(tools, body):
     return steps
 
 
-# --- "mcp" scenario: uexec's MCP tools (`uexec mcp`, Codex's namespace mcp__uexec) ---
-MCP_SMALL_CMD = "printf 'hi-42\\n'; seq 1 5"
-MCP_LARGE_CMD = "seq 1 200000"
-MCP_OMITTED = re.compile(r"Omitted: bytes (\d+)-(\d+) \(truncated\); read_output session_id=(\d+) offset=(\d+) length=(\d+)")
-MCP_REREAD_BYTES = 2000
+# --- "mcp" scenario: uexec's MCP tools (`uexec mcp`, Codex's namespace mcp__uexec), the script
+# mock_models.py plays for Claude Code and Gemini CLI ---
+MCP_OMITTED = mock_models.OMITTED
+MCP_REREAD_BYTES = mock_models.REREAD_BYTES
+
+
+def output_text(item):
+    """A tool output's text: Codex passes an MCP result's text items as a list of input_text."""
+    out = item.get("output")
+    if isinstance(out, list):
+        return "".join(part.get("text", "") for part in out if isinstance(part, dict))
+    return out if isinstance(out, str) else json.dumps(out)
+
+
+def mcp_results(body):
+    """step -> the text of its tool output (our call ids are call_mcp_<step>)."""
+    return {cid[len("call_mcp_"):]: output_text(item) for cid, item in call_outputs(body)
+            if (cid or "").startswith("call_mcp_")}
 
 
 def mcp_steps(tools, body):
-    """A small command, a large one, then read_output at the offset the large one's header names."""
+    """The next step of mock_models.script(), as a call to Codex's mcp__uexec namespace."""
     if "mcp__uexec" not in tools:
         return []
-
-    def call(call_id, name, args):
-        return {"type": "function_call", "namespace": "mcp__uexec", "name": name, "call_id": call_id,
-                "arguments": json.dumps(args)}
-    steps = [("mcp-small", call("call_mcp_small", "exec_command", {"cmd": MCP_SMALL_CMD})),
-             ("mcp-large", call("call_mcp_large", "exec_command", {"cmd": MCP_LARGE_CMD}))]
-    m = MCP_OMITTED.search(find_output(body, "call_mcp_large") or "")
-    if m:
-        steps.append(("mcp-reread", call("call_mcp_reread", "read_output",
-                                         {"session_id": int(m.group(3)), "offset": int(m.group(4)),
-                                          "length": min(int(m.group(5)), MCP_REREAD_BYTES)})))
-    return steps
+    nxt = mock_models.script(mcp_results(body))
+    if nxt is None:
+        return []
+    step, tool, args = nxt
+    return [("mcp-" + step, {"type": "function_call", "namespace": "mcp__uexec", "name": tool,
+                             "call_id": "call_mcp_" + step, "arguments": json.dumps(args)})]
 
 
 def choose_items(body):
@@ -279,8 +291,10 @@ def main():
     ap.add_argument("--log", required=True)
     ap.add_argument("--port-file")
     ap.add_argument("--scenario", choices=["basic", "rich", "mcp"], default="basic")
+    ap.add_argument("--marker", default="MARK", help="mcp: put in the environment of the commands it starts")
     a = ap.parse_args()
     SCENARIO["name"] = a.scenario
+    mock_models.STATE["marker"] = a.marker
     Handler.log_path = a.log
     srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
     port = srv.server_address[1]
