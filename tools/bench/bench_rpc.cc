@@ -85,8 +85,9 @@
 namespace uexec::bench {
 namespace {
 
-// One uv_queue_work round trip, median over `n` in a row with the loop idle in between: a
-// stat of `path` on a pool thread, as uexec serves fs/getMetadata (µs).
+// One uv_queue_work round trip, median over `n` with 100 µs of idleness in between (a client's
+// round trip, so the worker is asleep again when the next comes): a stat of `path` on a pool
+// thread, as uexec serves fs/getMetadata (µs).
 struct PoolTrip {
   uv_work_t req{};
   std::string path;
@@ -100,7 +101,9 @@ struct PoolTrip {
   static void after(uv_work_t* w, int) {
     auto* t = static_cast<PoolTrip*>(w->data);
     t->us.push_back(static_cast<double>(now_ns() - t->t0) / 1000.0);
-    if (--t->left > 0) t->queue(w->loop);
+    if (--t->left <= 0) return;
+    ::usleep(100);  // idle in between, about a client's round trip: the worker goes back to sleep
+    t->queue(w->loop);
   }
   void queue(uv_loop_t* loop) {
     t0 = now_ns();
