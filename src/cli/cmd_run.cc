@@ -453,8 +453,6 @@ int print_check() {
   std::printf("deny-read:       at launch exact, or refused (namespaces, bwrap; landlock refuses deny-read);\n"
               "                 files that appear later: namespaces only, best effort (readable until the mask\n"
               "                 lands; still open then: the session is ended)\n");
-  std::printf("denial records:  seccomp denials on every backend; with --log-denials the writes the policy\n"
-              "                 forbids, with their paths (best effort: judged when the path is read)\n");
   return 0;
 }
 
