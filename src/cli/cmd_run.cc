@@ -67,8 +67,7 @@ constexpr const char* kSandboxUsage =
     "  --backend B           auto picks namespaces when user namespaces work, else landlock;\n"
     "                        seatbelt is macOS's (here: only with --print)\n"
     "  --private-tmp         a private /tmp instead of the host's\n"
-    "  --log-denials         print what the sandbox denied: seccomp calls, and the writes its\n"
-    "                        policy forbids with their paths (best effort)\n"
+    "  --log-denials         print what the sandbox denied when the command fails\n"
     "  --approval POLICY     never (default) | on-failure (offer one retry without the sandbox\n"
     "                        after a denial) | untrusted (also ask before commands not known\n"
     "                        to be read-only) | on-request; asked on /dev/tty, denied without one\n"
@@ -405,9 +404,7 @@ RunOutcome run_attempt(policy::ExecRequest req, const policy::SandboxAttempt& at
     (void)containment_from_env(cfg, "uexec run");  // a bad value is reported; auto is used
     session::ProcessManager pm(loop, cfg);
     Runner runner(loop, pm, req.tty, stdin_is_tty);
-    policy::SandboxAttempt recorded = attempt;
-    recorded.record_writes(log_denials);  // the filesystem denials too, with their paths
-    out.code = runner.run(req, recorded, log_denials);
+    out.code = runner.run(req, attempt, log_denials);
     out.spawn_failed = runner.spawn_failed;
     out.denial = runner.denial;
   }

@@ -11,8 +11,6 @@
 //   argv[1]  the command's pid (in the namespace)
 //   argv[2]  the fd of the command's seccomp listener (notify flavour), or "-"
 //   argv[3]  the fd of the manager's mask requests (late deny-read), or "-"
-//   argv[4]  "w": write records (--log-denials), "wr": also the root rules (a setuid file's
-//            creation is evidence), "-" or absent: none
 //   fd 3     the status pipe (pty/supervisor_protocol.h): records, then the command's status
 //
 // The kernel delivers to a namespace's init only the signals it handles, so every signal a
@@ -24,10 +22,7 @@
 //
 // With a seccomp listener, init answers every "evidence" call of the filter (seccomp.h) with
 // EPERM itself and never lets one continue, so there is nothing to race; it counts them by
-// syscall and key argument (64 distinct at most) and sends them before the status. With write
-// records, the calls that change a name are held too (pty/write_notice.h): init records the
-// ones whose path lies on a read-only mount of the view it shares with the command and lets
-// every one of them continue; the mounts decide, as without records.
+// syscall and key argument (64 distinct at most) and sends them before the status.
 //
 // A second use, inside bwrap (which has a pid 1 of its own): `uexec-init --exec NOTIFY
 // FALLBACK CHANNEL -- COMMAND...` loads the notify flavour of the filter (the raw BPF in fd
@@ -53,14 +48,12 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "pty/supervisor_protocol.h"
-#include "pty/write_notice.h"
 
 #if !defined(__GLIBC__)
 /* musl (the build's first choice, see src/meson.build) has no wrappers for the new mount API
@@ -113,7 +106,7 @@ static uint64_t key_arg(const struct seccomp_data* d) {
 static void record(const struct seccomp_notif* n) {
   for (unsigned i = 0; i < nrecords; ++i) {
     struct uexec_sup_record* r = &records[i];
-    if (r->type == UEXEC_SUP_DENY && r->nr == n->data.nr && r->arch == n->data.arch &&
+    if (r->nr == n->data.nr && r->arch == n->data.arch &&
         (r->nr == 16 ? r->args[1] : r->args[0]) == key_arg(&n->data)) {
       r->count++;
       return;
@@ -130,80 +123,16 @@ static void record(const struct seccomp_notif* n) {
   for (int i = 0; i < 3; ++i) r->args[i] = n->data.args[i];
 }
 
-static int write_records = 0;   /* argv[4] "w" */
-static int setid_evidence = 0;  /* argv[4] "wr" */
-
-static int read_only_at(const char* path) {
-  struct statvfs v;
-  return statvfs(path, &v) == 0 && (v.f_flag & ST_RDONLY);
-}
-
-/* Would the view refuse to change `path`: it, or the directory it is in, is on a read-only
- * mount? The view's own devices and /proc never count. */
-static int view_forbids(const char* path) {
-  if (strncmp(path, "/dev/", 5) == 0 || strcmp(path, "/dev") == 0 || strncmp(path, "/proc/", 6) == 0) return 0;
-  char parent[UEXEC_SUP_MAX_MASK_PATH];
-  snprintf(parent, sizeof parent, "%s", path);
-  char* slash = strrchr(parent, '/');
-  if (slash) slash[slash == parent ? 1 : 0] = '\0';
-  return read_only_at(path) || read_only_at(parent);
-}
-
-static void record_write(const struct seccomp_notif* n, const char* path) {
-  for (unsigned i = 0; i < nrecords; ++i) {
-    struct uexec_sup_record* r = &records[i];
-    if (r->type == UEXEC_SUP_WRITE && r->nr == n->data.nr && strcmp(r->path, path) == 0) {
-      r->count++;
-      return;
-    }
-  }
-  if (nrecords == UEXEC_SUP_MAX_RECORDS) return;
-  struct uexec_sup_record* r = &records[nrecords++];
-  memset(r, 0, sizeof *r);
-  r->type = UEXEC_SUP_WRITE;
-  r->nr = n->data.nr;
-  r->arch = n->data.arch;
-  r->pid = (int32_t)n->pid;
-  r->count = 1;
-  snprintf(r->path, sizeof r->path, "%s", path);
-}
-
-/* A held write: record the names it changes that the view forbids, then let it continue. */
-static void note_write(int listener, const struct seccomp_notif* n) {
-  char rel[UEXEC_SUP_MAX_MASK_PATH], abs_path[UEXEC_SUP_MAX_MASK_PATH];
-  for (int which = 0; which < 2; ++which) {
-    int dirfd;
-    uint64_t ptr;
-    if (!uexec_wn_target(&n->data, which, &dirfd, &ptr)) break;
-    if (uexec_wn_read_string((pid_t)n->pid, ptr, rel, sizeof rel) != 0 || rel[0] == '\0') continue;
-    if (uexec_wn_absolute((pid_t)n->pid, dirfd, rel, abs_path, sizeof abs_path) != 0) continue;
-    uexec_wn_resolve(abs_path, sizeof abs_path, uexec_wn_follows_last(&n->data));
-    /* The path was read from the caller that is still waiting, not from a reused pid. */
-    __u64 id = n->id;
-    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) return;
-    if (view_forbids(abs_path)) {
-      record_write(n, abs_path);
-      break;
-    }
-  }
-}
-
-/* One pending notification: an evidence call is denied with EPERM and counted; a held write
- * (write records) continues, recorded when the view forbids it. */
+/* One pending notification: deny it with EPERM and count it. */
 static void answer(int listener) {
   struct seccomp_notif req;
   struct seccomp_notif_resp resp;
   memset(&req, 0, sizeof req);
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) return;  /* the caller died: fine */
+  record(&req);
   memset(&resp, 0, sizeof resp);
   resp.id = req.id;
-  if (write_records && uexec_wn_is_write_call(&req.data) && !(setid_evidence && uexec_wn_makes_setid(&req.data))) {
-    note_write(listener, &req);
-    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-  } else {
-    record(&req);
-    resp.error = -EPERM;
-  }
+  resp.error = -EPERM;
   ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
 
@@ -500,8 +429,6 @@ int main(int argc, char** argv) {
   if (command_pid <= 1) return 125;
   int listener = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : -1;
   int control = argc > 3 && argv[3][0] != '-' ? atoi(argv[3]) : -1;
-  write_records = argc > 4 && argv[4][0] == 'w';
-  setid_evidence = write_records && argv[4][1] == 'r';
   if (control >= 0) make_mask_source();
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  /* nothing in the sandbox may read or trace init */
 

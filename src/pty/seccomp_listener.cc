@@ -5,13 +5,10 @@
 #include <sys/ioctl.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <string>
 
 #include "base/fd_passing.h"
 #include "base/log.h"
-#include "pty/write_notice.h"
 
 namespace uexec::pty {
 
@@ -23,7 +20,7 @@ std::uint64_t key_arg(const seccomp_data& d) { return d.nr == kIoctlNr ? d.args[
 
 void note(std::vector<uexec_sup_record>& records, const seccomp_notif& n) {
   for (auto& r : records)
-    if (r.type == UEXEC_SUP_DENY && r.nr == n.data.nr && r.arch == n.data.arch && (r.nr == kIoctlNr ? r.args[1] : r.args[0]) == key_arg(n.data)) {
+    if (r.nr == n.data.nr && r.arch == n.data.arch && (r.nr == kIoctlNr ? r.args[1] : r.args[0]) == key_arg(n.data)) {
       ++r.count;
       return;
     }
@@ -38,28 +35,10 @@ void note(std::vector<uexec_sup_record>& records, const seccomp_notif& n) {
   records.push_back(r);
 }
 
-void note_write_record(std::vector<uexec_sup_record>& records, const seccomp_notif& n, const std::string& path) {
-  for (auto& r : records)
-    if (r.type == UEXEC_SUP_WRITE && r.nr == static_cast<std::int32_t>(n.data.nr) && path == r.path) {
-      ++r.count;
-      return;
-    }
-  if (records.size() == UEXEC_SUP_MAX_RECORDS) return;
-  uexec_sup_record r{};
-  r.type = UEXEC_SUP_WRITE;
-  r.nr = n.data.nr;
-  r.arch = n.data.arch;
-  r.pid = static_cast<std::int32_t>(n.pid);
-  r.count = 1;
-  std::snprintf(r.path, sizeof r.path, "%s", path.c_str());
-  records.push_back(r);
-}
-
 }  // namespace
 
-base::Result<std::unique_ptr<SeccompListener>> SeccompListener::watch(loop::Loop& loop, int channel,
-                                                                      std::shared_ptr<const WritableView> writes) {
-  std::unique_ptr<SeccompListener> self(new SeccompListener(loop, channel, std::move(writes)));
+base::Result<std::unique_ptr<SeccompListener>> SeccompListener::watch(loop::Loop& loop, int channel) {
+  std::unique_ptr<SeccompListener> self(new SeccompListener(loop, channel));
   if (!self->take_listener())
     if (auto r = self->poll_on(channel); !r) return std::move(r).error();
   return self;
@@ -124,39 +103,12 @@ bool SeccompListener::answer_one() noexcept {
     if (errno != ENOENT && errno != EINTR) stop();
     return false;
   }
+  note(records_, req);
   seccomp_notif_resp resp{};
   resp.id = req.id;
-  if (writes_ && uexec_wn_is_write_call(&req.data) && !(writes_->setid_evidence && uexec_wn_makes_setid(&req.data))) {
-    note_write(req);
-    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
-  } else {
-    note(records_, req);
-    resp.error = -EPERM;
-  }
+  resp.error = -EPERM;
   ::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp);  // ENOENT: the caller died meanwhile
   return true;
-}
-
-void SeccompListener::note_write(const seccomp_notif& n) noexcept {
-  char rel[4096], abs_path[4096];
-  const auto pid = static_cast<pid_t>(n.pid);
-  for (int which = 0; which < 2; ++which) {
-    int dirfd = 0;
-    std::uint64_t ptr = 0;
-    if (!uexec_wn_target(&n.data, which, &dirfd, &ptr)) return;
-    if (uexec_wn_read_string(pid, ptr, rel, sizeof rel) != 0 || rel[0] == '\0') continue;
-    if (uexec_wn_absolute(pid, dirfd, rel, abs_path, sizeof abs_path) != 0) continue;
-    // The path was read from the caller that is still waiting, not from a reused pid.
-    __u64 id = n.id;
-    if (::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) return;
-    try {
-      uexec_wn_resolve(abs_path, sizeof abs_path, uexec_wn_follows_last(&n.data));
-      std::string path(abs_path);
-      if (writes_->forbids(path)) return note_write_record(records_, n, path);
-    } catch (const std::bad_alloc&) {
-      return;
-    }
-  }
 }
 
 void SeccompListener::drain() noexcept {

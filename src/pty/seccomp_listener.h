@@ -8,9 +8,7 @@
 // built its namespaces for bwrap) and then answers, on the loop, each notification with EPERM
 // (never CONTINUE, so there is nothing to race) and counts it by syscall, architecture and key
 // argument (socket's family, ioctl's request) as init does, UEXEC_SUP_MAX_RECORDS distinct at
-// most. With write records (a WritableView), the calls that change a name are held too: the
-// path each changes is read from the caller (pty/write_notice.h), recorded when the view
-// forbids it, and the call continues (the kernel's layers decide, as without records).
+// most.
 //
 // Only denied calls reach us; each waits for a loop turn, allowed calls cost nothing. A denied
 // call made before the listener is taken waits in the kernel until it is. When the listener
@@ -27,9 +25,6 @@
 #include "loop/loop.h"
 #include "loop/uv_handle.h"
 #include "pty/supervisor_protocol.h"
-#include "pty/writable_view.h"
-
-struct seccomp_notif;
 
 namespace uexec::pty {
 
@@ -37,9 +32,7 @@ class SeccompListener {
  public:
   // Takes the listener from `channel` (borrowed: it must outlive this object) when it comes,
   // then answers its notifications on `loop`.
-  // `writes`: hold and record write calls by this view (null: none).
-  [[nodiscard]] static base::Result<std::unique_ptr<SeccompListener>> watch(
-      loop::Loop& loop, int channel, std::shared_ptr<const WritableView> writes = nullptr);
+  [[nodiscard]] static base::Result<std::unique_ptr<SeccompListener>> watch(loop::Loop& loop, int channel);
   ~SeccompListener();
   SeccompListener(const SeccompListener&) = delete;
   SeccompListener& operator=(const SeccompListener&) = delete;
@@ -47,24 +40,21 @@ class SeccompListener {
   // Answers every notification pending right now (the command has exited: its last calls),
   // taking the listener first if it is still in the channel.
   void drain() noexcept;
-  // What was denied so far, aggregated (UEXEC_SUP_DENY; UEXEC_SUP_WRITE for forbidden writes).
+  // What was denied so far, aggregated (type UEXEC_SUP_DENY).
   const std::vector<uexec_sup_record>& records() const noexcept { return records_; }
 
  private:
-  SeccompListener(loop::Loop& loop, int channel, std::shared_ptr<const WritableView> writes)
-      : loop_(&loop), channel_(channel), writes_(std::move(writes)) {}
+  SeccompListener(loop::Loop& loop, int channel) : loop_(&loop), channel_(channel) {}
   static void on_poll(uv_poll_t* h, int status, int events) noexcept;
   base::Result<void> poll_on(int fd);
   bool take_listener() noexcept;  // from the channel; true when it came
   bool answer_one() noexcept;     // false when nothing was pending or the listener failed
-  void note_write(const seccomp_notif& n) noexcept;  // a held write: recorded if forbidden
   void stop() noexcept;
 
   loop::Loop* loop_;
   int channel_;         // until the listener came
   base::UniqueFd fd_;   // the listener
   loop::UvHandle<uv_poll_t> poll_;
-  std::shared_ptr<const WritableView> writes_;
   std::vector<uexec_sup_record> records_;
 };
 

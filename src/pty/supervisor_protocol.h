@@ -1,10 +1,8 @@
 /* supervisor_protocol.h: what a sandbox's pid 1 (uexec-init, C) tells the manager (C++).
  *
  * One pipe, init's fd 3, read by the manager once init has been reaped: zero or more DENY
- * records (seccomp calls init answered with EPERM, aggregated by syscall and key argument)
- * and WRITE records (with write records asked for: a path the sandbox does not let the
- * command change, and the call that tried; pty/write_notice.h), at most
- * UEXEC_SUP_MAX_RECORDS in all, then one STAT record with the command's wait status.
+ * records (seccomp calls init answered with EPERM, aggregated by syscall and key argument,
+ * at most UEXEC_SUP_MAX_RECORDS), then one STAT record with the command's wait status.
  * Fixed-size, native-endian: both ends are built from this tree for this machine.
  *
  * The other way, on init's fd 5 (a datagram socket): mask requests, one per datagram, a
@@ -19,20 +17,17 @@
 
 #define UEXEC_SUP_DENY 0x594e4544u /* "DENY" */
 #define UEXEC_SUP_STAT 0x54415453u /* "STAT" */
-#define UEXEC_SUP_WRITE 0x54495257u /* "WRIT" */
-#define UEXEC_SUP_PATH_MAX 200
 #define UEXEC_SUP_MAX_RECORDS 64
 #define UEXEC_SUP_MAX_MASK_PATH 4096
 
 struct uexec_sup_record {
-  uint32_t type;    /* UEXEC_SUP_DENY, UEXEC_SUP_WRITE or UEXEC_SUP_STAT */
-  int32_t nr;       /* DENY, WRITE: the syscall number */
-  uint32_t arch;    /* DENY, WRITE: its AUDIT_ARCH */
-  int32_t pid;      /* DENY, WRITE: the first caller, in the sandbox's pid namespace */
-  uint32_t count;   /* DENY, WRITE: how many calls matched */
+  uint32_t type;    /* UEXEC_SUP_DENY or UEXEC_SUP_STAT */
+  int32_t nr;       /* DENY: the syscall number */
+  uint32_t arch;    /* DENY: its AUDIT_ARCH */
+  int32_t pid;      /* DENY: the first caller, in the sandbox's pid namespace */
+  uint32_t count;   /* DENY: how many calls matched */
   int32_t status;   /* STAT: the command's wait status */
   uint64_t args[3]; /* DENY: the first three arguments of the first call */
-  char path[UEXEC_SUP_PATH_MAX]; /* WRITE: the absolute path (cut to fit, NUL-terminated) */
 };
 
 #endif
