@@ -387,7 +387,9 @@ void FsMethods::reply(Call& call, json outcome) {
   if (call.watch_id) return c.reply(call.id, {{"watching", start_watch(call, result)}});
   if (call.canonical_path && result.contains("path") && result["path"].is_string())
     result["path"] = file_uri(result["path"].get<std::string>());
-  if (result.size() == 1 && result.contains("dataBase64") && result["dataBase64"].is_string())  // fs/readFile
+  // fs/readFile on the thread pool, whose data this process base64-encoded itself (a sandboxed
+  // helper's reply is parsed JSON and could hold anything: it goes through the encoder).
+  if (!call.attempt && result.size() == 1 && result.contains("dataBase64") && result["dataBase64"].is_string())
     return c.send_raw(encode_clean_string_result(call.id, "dataBase64", result["dataBase64"].get_ref<const std::string&>()));
   c.reply(call.id, std::move(result));
 }
