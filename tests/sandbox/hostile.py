@@ -66,7 +66,10 @@ class Identity:
         if os.geteuid() == 0 and self.uid != 0:
             for root, dirs, files in os.walk(path):
                 for n in dirs + files:
-                    os.lchown(os.path.join(root, n), self.uid, self.gid)
+                    try:
+                        os.lchown(os.path.join(root, n), self.uid, self.gid)
+                    except FileNotFoundError:
+                        pass  # a stub (.uexec, …) a sandbox that just ended released meanwhile
             os.lchown(path, self.uid, self.gid)
 
 
