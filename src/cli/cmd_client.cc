@@ -36,6 +36,7 @@
 #include "cli/daemon_lock.h"
 #include "cli/flags.h"
 #include "cli/session_defaults.h"
+#include "journal/journal_format.h"
 #include "policy/control_registry.h"
 #include "pty/pty_pair.h"
 #include "rpc/base64.h"
@@ -63,29 +64,37 @@ std::string client_socket_path() {
 
 // The daemon's client, or nullopt after saying why; `*code` is then the exit code: 1 when no
 // daemon runs there (as `tmux ls` without a server), 125 for anything else.
-std::optional<rpc::Client> connect(int* code, long ttl = 10000) {
+// With `why`, the message goes there instead of stderr.
+std::optional<rpc::Client> connect(int* code, long ttl = 10000, std::string* why = nullptr) {
   const std::string socket = client_socket_path();
   auto c = rpc::Client::connect_unix(socket, ttl);
   if (!c) {
     const int err = c.error().sys_errno;
+    std::string text;
     if (err == ENOENT || err == ECONNREFUSED) {
-      std::fprintf(stderr, "uexec: no daemon runs on unix:%s (`uexec start` starts one, or run `uexec serve`)\n",
-                   socket.c_str());
+      text = fmt::format("uexec: no daemon runs on unix:{} (`uexec start` starts one, or run `uexec serve`)\n", socket);
       *code = kExitRefused;
     } else {
-      std::fprintf(stderr, "uexec: %s\n", c.error().message().c_str());
+      text = fmt::format("uexec: {}\n", c.error().message());
       *code = kExitInternal;
     }
+    if (why) *why = text;
+    else std::fputs(text.c_str(), stderr);
     return std::nullopt;
   }
   return std::move(c).value();
 }
 
-// Finds the process an ID names, from process/list {all:true}.
-std::optional<Target> resolve(rpc::Client& c, const std::string& id) {
+// Finds the process an ID names, from process/list {all:true}. When it cannot, it says why on
+// stderr, or into `*why` when given.
+std::optional<Target> resolve(rpc::Client& c, const std::string& id, std::string* why = nullptr) {
+  auto say = [why](const std::string& text) {
+    if (why) *why = text;
+    else std::fputs(text.c_str(), stderr);
+  };
   auto list = c.call("process/list", {{"all", true}});
   if (!list) {
-    std::fprintf(stderr, "uexec: %s\n", list.error().context.c_str());
+    say(fmt::format("uexec: {}\n", list.error().context));
     return std::nullopt;
   }
   std::string sess_part, proc_part = id;
@@ -117,17 +126,16 @@ std::optional<Target> resolve(rpc::Client& c, const std::string& id) {
       std::tm tm{};
       if (::localtime_r(&at, &tm)) std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
       const std::string reason = it->value("reason", "");
-      const char* why = reason == "exited"   ? "expired: a finished process is kept for `uexec serve --retain-exited` (24h by default)"
-                        : reason == "pruned" ? "was removed to make room: the daemon's process limit was reached"
-                        : reason == "killed" ? "was killed with the client session that started it"
-                                             : "ended";
-      std::fprintf(stderr, "uexec: %s %s; it went at %s\n", id.c_str(), why, when);
+      const char* gone = reason == "exited"   ? "expired: a finished process is kept for `uexec serve --retain-exited` (24h by default)"
+                         : reason == "pruned" ? "was removed to make room: the daemon's process limit was reached"
+                         : reason == "killed" ? "was killed with the client session that started it"
+                                              : "ended";
+      say(fmt::format("uexec: {} {}; it went at {}\n", id, gone, when));
       return std::nullopt;
     }
   }
-  std::fprintf(stderr, hits.empty() ? "uexec: no process %s (see `uexec ls`)\n"
-                                    : "uexec: %s is ambiguous: name it as SESSION/PROCESS (see `uexec ls`)\n",
-               id.c_str());
+  say(hits.empty() ? fmt::format("uexec: no process {} (see `uexec ls`)\n", id)
+                   : fmt::format("uexec: {} is ambiguous: name it as SESSION/PROCESS (see `uexec ls`)\n", id));
   return std::nullopt;
 }
 
@@ -171,7 +179,9 @@ constexpr const char* kKillUsage =
 constexpr const char* kLogsUsage =
     "usage: uexec logs ID [--follow | --asciicast]\n  A process's retained output; --follow streams on until it ends and"
     " exits with its code.\n  --asciicast writes it as an asciicast v2 recording, with the times it came at\n"
-    "  (`uexec logs ID --asciicast > out.cast; asciinema play out.cast`).\n";
+    "  (`uexec logs ID --asciicast > out.cast; asciinema play out.cast`).\n"
+    "  A process the daemon no longer has (it expired, the daemon restarted or crashed) is read\n"
+    "  from the journal when `uexec serve --journal` kept one, with how it ended.\n";
 constexpr const char* kAttachUsage =
     "usage: uexec attach ID\n  Your terminal on a process; Ctrl-] detaches. A process without a terminal (started\n"
     "  without --tty) gets your input a line at a time; Ctrl-C interrupts it, Ctrl-D ends its input.\n";
@@ -414,8 +424,8 @@ int stream(rpc::Client& c, const Target& t) {
   return code;
 }
 
-// The asciicast v2 recording of `t`'s chunks (with atMs) and the evicted middle, if any.
-std::string cast_of(const Target& t, const json& chunks, const json& omitted) {
+// The recording's writer for `t`: its size, start and command from its process/list row.
+CastWriter cast_writer_of(const Target& t) {
   CastHeader h;
   const json& size = t.row.contains("size") && t.row["size"].is_object() ? t.row["size"] : json::object();
   if (t.tty) {
@@ -426,7 +436,12 @@ std::string cast_of(const Target& t, const json& chunks, const json& omitted) {
   if (t.row.contains("argv") && t.row["argv"].is_array())
     for (const auto& a : t.row["argv"])
       if (a.is_string()) h.command += (h.command.empty() ? "" : " ") + a.get<std::string>();
-  CastWriter w(h, !t.tty);
+  return CastWriter(h, !t.tty);
+}
+
+// The asciicast v2 recording of `t`'s chunks (with atMs) and the evicted middle, if any.
+std::string cast_of(const Target& t, const json& chunks, const json& omitted) {
+  CastWriter w = cast_writer_of(t);
   std::string out = w.header();
   const std::uint64_t gap_after = omitted.is_null() ? 0 : omitted.value("toSeq", 0ull);
   bool gap_done = omitted.is_null();
@@ -467,6 +482,45 @@ bool read_retained(rpc::Client& c, const Target& t, bool timestamps, json* chunk
   }
 }
 
+// `uexec logs` of a process the daemon does not have (it went, the daemon restarted, none
+// runs): its journal (journal/journal_format.h), when one names `id`. nullopt: none does.
+std::optional<int> logs_from_journal(const std::string& id, bool asciicast) {
+  const std::string root = journal::default_root();
+  auto found = root.empty() ? std::nullopt : journal::find_journal(root, id);
+  if (!found) return std::nullopt;
+  auto got = journal::read_journal(found->dir);
+  if (!got) {
+    std::fprintf(stderr, "uexec logs: %s\n", got.error().message().c_str());
+    return 1;
+  }
+  const json& meta = got->meta;
+  if (asciicast) {
+    Target t;
+    t.tty = meta.value("tty", false);
+    t.row = meta;  // argv, size and startedAtMs are named as in process/list
+    std::string out;
+    CastWriter w = cast_writer_of(t);
+    out = w.header();
+    for (const auto& ch : got->chunks) {
+      if (ch.missing_before > 0) out += w.gap(ch.at_ms, ch.missing_before);
+      out += w.chunk(ch.at_ms, ch.bytes);
+    }
+    write_out(out + w.finish());
+  } else {
+    for (const auto& ch : got->chunks) write_out(ch.bytes);
+  }
+  std::string who = meta.contains("agentSessionId") ? "session " + meta["agentSessionId"].dump()
+                    : meta.value("sessionId", "").empty() ? meta.value("processId", "")
+                                                          : meta.value("sessionId", "") + "/" + meta.value("processId", "");
+  std::fprintf(stderr, "uexec logs: %s, from the journal (%s): %s\n", who.c_str(), found->dir.c_str(),
+               journal::ending_text(meta).c_str());
+  if (got->missing > 0)
+    std::fprintf(stderr, "uexec logs: %llu bytes were not kept (the journal keeps each process's first and last parts)\n",
+                 static_cast<unsigned long long>(got->missing));
+  if (got->torn) std::fputs("uexec logs: its last record was cut short (the daemon stopped while writing it)\n", stderr);
+  return 0;
+}
+
 int cmd_logs(const std::vector<std::string>& args) {
   bool follow = false, asciicast = false;
   Flags flags(Unmatched::kCollect);
@@ -481,32 +535,41 @@ int cmd_logs(const std::vector<std::string>& args) {
     std::fputs(kLogsUsage, stderr);
     return kExitUsage;
   }
-  return with_target(pos[0], [&](rpc::Client* c, const Target* t) {
-    if (follow) {
-      json params = addr(*t);
-      params["afterSeq"] = 0;  // replay what is retained, then live
-      if (auto r = c->call("process/subscribe", params); !r) {
-        std::fprintf(stderr, "uexec logs: %s\n", r.error().context.c_str());
-        return 1;
-      }
-      // The end is shown and reflected as `uexec run` does: the exit code (128+N for signal N).
-      const int code = stream(*c, *t);
-      if (code > 0) std::fprintf(stderr, "uexec logs: the process exited with code %d\n", code);
-      return code >= 0 ? code : 0;
+  // The daemon's copy first (it is live); the journal for one the daemon does not have.
+  int code = 0;
+  std::string why;
+  auto c = connect(&code, 10000, &why);
+  std::optional<Target> t;
+  if (c) t = resolve(*c, pos[0], &why);
+  if (!t) {
+    if (auto from_journal = logs_from_journal(pos[0], asciicast)) return *from_journal;
+    std::fputs(why.c_str(), stderr);
+    return c ? 1 : code;
+  }
+  if (follow) {
+    json params = addr(*t);
+    params["afterSeq"] = 0;  // replay what is retained, then live
+    if (auto r = c->call("process/subscribe", params); !r) {
+      std::fprintf(stderr, "uexec logs: %s\n", r.error().context.c_str());
+      return 1;
     }
-    json chunks, omitted;
-    if (!read_retained(*c, *t, asciicast, &chunks, &omitted)) return 1;
-    if (asciicast) {
-      write_out(cast_of(*t, chunks, omitted));
-      return 0;
-    }
-    for (const auto& ch : chunks)
-      if (auto bytes = rpc::base64_decode(ch.value("chunk", ""))) write_out(*bytes);
-    if (!omitted.is_null())
-      std::fprintf(stderr, "uexec logs: %llu bytes in the middle were not retained\n",
-                   static_cast<unsigned long long>(omitted.value("bytes", 0ull)));
+    // The end is shown and reflected as `uexec run` does: the exit code (128+N for signal N).
+    const int exit_code = stream(*c, *t);
+    if (exit_code > 0) std::fprintf(stderr, "uexec logs: the process exited with code %d\n", exit_code);
+    return exit_code >= 0 ? exit_code : 0;
+  }
+  json chunks, omitted;
+  if (!read_retained(*c, *t, asciicast, &chunks, &omitted)) return 1;
+  if (asciicast) {
+    write_out(cast_of(*t, chunks, omitted));
     return 0;
-  });
+  }
+  for (const auto& ch : chunks)
+    if (auto bytes = rpc::base64_decode(ch.value("chunk", ""))) write_out(*bytes);
+  if (!omitted.is_null())
+    std::fprintf(stderr, "uexec logs: %llu bytes in the middle were not retained\n",
+                 static_cast<unsigned long long>(omitted.value("bytes", 0ull)));
+  return 0;
 }
 
 volatile sig_atomic_t g_winch = 0;

@@ -110,6 +110,9 @@ int cmd_serve(const std::vector<std::string>& args) {
   flags.on({"--replace"}, [&] { replace = true; });
   bool new_token = false;
   flags.on({"--new-token"}, [&] { new_token = true; });
+  bool journal = config->journal;
+  flags.on({"--journal"}, [&] { journal = true; });
+  flags.on({"--no-journal"}, [&] { journal = false; });
   // A finished process stays listed and readable for a day by default (exec-server's 30 s
   // suits a client that reads at once, not a person who comes back to a job).
   std::optional<std::chrono::milliseconds> retain_exited = config->retain_exited;
@@ -128,7 +131,7 @@ int cmd_serve(const std::vector<std::string>& args) {
     std::fputs("usage: uexec serve [--socket PATH] [--ws HOST:PORT | --no-ws] [--web-root DIR | --no-web]\n"
                "                   [--allow-origin ORIGIN]... [--allow-host HOST]... [--allow-remote]\n"
                "                   [--token-file PATH] [--sandbox MODE ...] [--replace]\n"
-               "                   [--retain-exited DURATION|forever] [--new-token]\n"
+               "                   [--retain-exited DURATION|forever] [--new-token] [--journal | --no-journal]\n"
                "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
                "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (a fresh token in\n"
                "  <socket dir>/token, or --token-file's), which also serves the web terminal at\n"
@@ -148,6 +151,11 @@ int cmd_serve(const std::vector<std::string>& args) {
                "  A finished process stays listed, readable and attachable for --retain-exited (default\n"
                "  24h; forever: until the daemon ends); at the process limit the one that finished first\n"
                "  goes. `uexec logs` on one that went says when and why.\n"
+               "  --journal keeps each process's output (its first and last parts, journal_size per process,\n"
+               "  journal_max in all) and how it ended on disk, in $XDG_STATE_HOME/uexec/journal (or\n"
+               "  ~/.local/state/uexec/journal), hidden from every sandbox: `uexec logs` reads it for a\n"
+               "  process this daemon no longer has, also after a restart or a crash. Off by default: it\n"
+               "  writes everything your programs print to the disk.\n"
                "  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
     std::fputs(SandboxFlags::kHelp, stdout);
     std::fputs(kConfigNote, stdout);
@@ -191,6 +199,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   ho.exec_server.emplace();
   ho.exec_server->daemon = true;
   ho.exec_server->exited_retention = retain_exited;
+  if (journal) ho.journal = journal::Limits{config->journal_size, config->journal_max};
   // One daemon per socket (daemon_lock.h): before the socket or the token is touched.
   if (auto r = rpc::prepare_socket_dir(rpc::socket_dir_of(socket_path)); !r) {
     std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
@@ -213,6 +222,10 @@ int cmd_serve(const std::vector<std::string>& args) {
   // Every sandbox of this user, whoever starts it, hides what is registered here.
   policy::ControlPlane plane;
   plane.socket = socket_path;
+  if (std::string root = host->journal_root(); !root.empty()) {
+    plane.private_dirs.push_back(root);
+    std::fprintf(stderr, "uexec serve: journaling output to %s\n", root.c_str());
+  }
   // An auto-started daemon's log holds the page's URL, token included: hidden like a token.
   plane.token_files.push_back(autostart_log_path(socket_path));
   policy::ControlRegistration registration;

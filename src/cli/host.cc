@@ -33,7 +33,22 @@ std::unique_ptr<Host> Host::create(const HostOptions& options) {
   }
   // Before the first sandbox: the config's directory exists, so every sandbox keeps it read-only.
   ensure_config_dir();
-  return std::unique_ptr<Host>(new Host(options, cfg));
+  std::unique_ptr<journal::JournalWriter> writer;
+  if (options.journal) {
+    std::string root = options.journal_root.empty() ? journal::default_root() : options.journal_root;
+    auto w = journal::JournalWriter::open(root, *options.journal);
+    if (!w) {
+      std::fprintf(stderr, "%s: the journal: %s\n", options.who, w.error().message().c_str());
+      return nullptr;
+    }
+    writer = std::move(*w);
+  }
+  auto host = std::unique_ptr<Host>(new Host(options, cfg));
+  if (writer) {
+    host->journal_ = std::make_unique<journal::SessionJournal>(host->loop_, std::move(writer));
+    host->pm_->set_recorder(host->journal_.get());
+  }
+  return host;
 }
 
 Host::Host(const HostOptions& options, const base::Config& cfg)
@@ -139,7 +154,9 @@ void Host::teardown() {
   stdio_.reset();
   server_.reset();
   exec_.reset();
+  if (pm_) pm_->set_recorder(nullptr);  // what is still running now ends unrecorded
   pm_.reset();
+  journal_.reset();  // writes what is queued
 }
 
 }  // namespace uexec::cli

@@ -27,6 +27,7 @@
 #include "base/result.h"
 #include "cli/sandbox_flags.h"
 #include "cli/user_config.h"
+#include "journal/session_journal.h"
 #include "loop/loop.h"
 #include "loop/signal_watcher.h"
 #include "rpc/exec_server.h"
@@ -49,6 +50,9 @@ struct HostOptions {
   const UserConfig* config = nullptr;                        // [sessions] and [agent]; else the defaults
   std::optional<std::chrono::milliseconds> terminate_grace;  // SIGTERM to SIGKILL; else the default
   std::optional<rpc::ExecServerOptions> exec_server;         // the native protocol's server; none for MCP
+  // Keep every process's output on disk under `journal_root` (journal/): the daemon's --journal.
+  std::optional<journal::Limits> journal;
+  std::string journal_root;  // empty: journal::default_root()
 };
 
 class Host {
@@ -61,6 +65,8 @@ class Host {
   Host& operator=(const Host&) = delete;
 
   loop::Loop& loop() { return loop_; }
+  // Where the journal is written (HostOptions::journal), or "" without one.
+  std::string journal_root() const { return journal_ ? journal_->writer().root() : std::string(); }
   // The native protocol's server (HostOptions::exec_server was set).
   rpc::ExecServer& server() { return *server_; }
 
@@ -91,6 +97,7 @@ class Host {
   std::vector<std::string> env_;
   std::string cwd_;
   loop::Loop loop_;
+  std::unique_ptr<journal::SessionJournal> journal_;  // outlives pm_, which tells it of each session
   std::unique_ptr<session::ProcessManager> pm_;
   std::unique_ptr<agent::AgentService> exec_;
   std::unique_ptr<rpc::ExecServer> server_;

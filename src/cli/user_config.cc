@@ -122,6 +122,27 @@ std::string show_bool(const UserConfig& c) {
   return c.*kMember ? "true" : "false";
 }
 
+constexpr std::size_t kJournalSizeMin = 64u << 10, kJournalSizeMax = 1u << 30;
+constexpr std::size_t kJournalMaxMin = 1u << 20, kJournalMaxMax = std::size_t{1} << 40;
+
+// The reader and the display of a key that is a size (a number of bytes or "8MiB") between
+// kMin and kMax.
+template <std::size_t UserConfig::*kMember, std::size_t kMin, std::size_t kMax>
+std::string read_size(const toml::node& v, UserConfig& c) {
+  std::optional<std::size_t> n;
+  if (auto i = v.as_integer()) n = i->get() < 0 ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(i->get()));
+  else if (auto s = string_of(v)) n = parse_size(*s);
+  if (!n) return "needs a size: \"1MiB\", \"512KiB\" or a number of bytes";
+  if (*n < kMin || *n > kMax) return "must be between " + size_text(kMin) + " and " + size_text(kMax);
+  c.*kMember = *n;
+  return {};
+}
+
+template <std::size_t UserConfig::*kMember>
+std::string show_size(const UserConfig& c) {
+  return quoted(size_text(c.*kMember));
+}
+
 // One key: the one place that names it, reads it, shows it and explains it. `read` returns
 // "" or what is wrong with the value.
 struct KeySpec {
@@ -172,17 +193,14 @@ const KeySpec kKeys[] = {
        return {};
      },
      [](const UserConfig& c) { return quoted(c.retain_exited ? duration_text(*c.retain_exited) : "forever"); }},
+    {"daemon", "journal", "keep each process's output and end on disk, for `uexec logs` after a restart (--journal)",
+     read_bool<&UserConfig::journal>, show_bool<&UserConfig::journal>},
+    {"daemon", "journal_size", "the journal's bytes per process (its first quarter and its last part): 64KiB to 1GiB",
+     read_size<&UserConfig::journal_size, kJournalSizeMin, kJournalSizeMax>, show_size<&UserConfig::journal_size>},
+    {"daemon", "journal_max", "the journal's bytes in all; the oldest finished processes' journals go first: 1MiB to 1TiB",
+     read_size<&UserConfig::journal_max, kJournalMaxMin, kJournalMaxMax>, show_size<&UserConfig::journal_max>},
     {"sessions", "ring_size", "output each session keeps for readers who come later (head and tail halves): \"1MiB\", \"256KiB\", 4KiB to 256MiB",
-     [](const toml::node& v, UserConfig& c) -> std::string {
-       std::optional<std::size_t> n;
-       if (auto i = v.as_integer()) n = i->get() < 0 ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(i->get()));
-       else if (auto s = string_of(v)) n = parse_size(*s);
-       if (!n) return "needs a size: \"1MiB\", \"512KiB\" or a number of bytes";
-       if (*n < kRingMin || *n > kRingMax) return "must be between 4KiB and 256MiB";
-       c.ring_bytes = *n;
-       return {};
-     },
-     [](const UserConfig& c) { return quoted(size_text(c.ring_bytes)); }},
+     read_size<&UserConfig::ring_bytes, kRingMin, kRingMax>, show_size<&UserConfig::ring_bytes>},
     {"sandbox", "mode", "the agent tools' default sandbox: \"none\", \"read-only\", \"workspace-write\" or \"danger-full-access\" (--sandbox)",
      [](const toml::node& v, UserConfig& c) -> std::string {
        auto s = string_of(v);

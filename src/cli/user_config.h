@@ -42,6 +42,9 @@ struct UserConfig {
   bool web = true;                    // serve the web terminal on the WebSocket port
   std::string web_root;               // empty: the default page (ws_server.h)
   std::optional<std::chrono::milliseconds> retain_exited = std::chrono::hours(24);  // nullopt: forever
+  bool journal = false;                      // keep each process's output on disk (journal/)
+  std::size_t journal_size = 8u << 20;       // per process
+  std::size_t journal_max = 256u << 20;      // every journal together
   // [sessions]: every front door's sessions.
   std::size_t ring_bytes = base::Config{}.retain_bytes;  // output retained per session
   // [sandbox]: the agent tools' default sandbox; no mode: none.

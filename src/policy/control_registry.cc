@@ -43,7 +43,9 @@ std::string slurp(const char* path, std::size_t max) {
   return out;
 }
 
-// Field 22 of /proc/<pid>/stat (after the parenthesised comm, which may hold spaces); 0 when gone.
+}  // namespace
+
+// Field 22 of /proc/<pid>/stat (after the parenthesised comm, which may hold spaces).
 unsigned long long process_start_time(pid_t pid) {
   std::string s = slurp(("/proc/" + std::to_string(pid) + "/stat").c_str(), 4096);
   std::size_t at = s.rfind(')');
@@ -55,8 +57,6 @@ unsigned long long process_start_time(pid_t pid) {
   return std::strtoull(s.c_str() + at + 1, nullptr, 10);
 }
 
-// mkdir -p with mode 0700 for the components we create; the last one must end up ours and
-// 0700 (an existing one with a looser mode is tightened, one of another user refused).
 Result<void> private_dir(const std::string& dir) {
   for (std::size_t i = 1; i <= dir.size(); ++i) {
     if (i < dir.size() && dir[i] != '/') continue;
@@ -70,6 +70,8 @@ Result<void> private_dir(const std::string& dir) {
   if ((st.st_mode & 0077) != 0 && ::chmod(dir.c_str(), 0700) != 0) return Error::sys("chmod 0700 " + dir);
   return {};
 }
+
+namespace {
 
 // `path` canonical when it exists, else made absolute against the cwd.
 std::string canonical(const std::string& path) {
@@ -89,6 +91,7 @@ bool parse_entry(const std::string& path, ControlPlane& out) {
     out.socket = j.value("socket", "");
     out.token_files = j.value("token_files", std::vector<std::string>{});
     out.tcp_ports = j.value("tcp_ports", std::vector<int>{});
+    out.private_dirs = j.value("private_dirs", std::vector<std::string>{});
   } catch (const nlohmann::json::exception&) {
     return false;
   }
@@ -136,12 +139,14 @@ Result<ControlRegistration> ControlRegistration::add(ControlPlane plane, std::st
   plane.pid = ::getpid();
   if (!plane.socket.empty()) plane.socket = canonical(plane.socket);
   for (auto& t : plane.token_files) t = canonical(t);
+  for (auto& d : plane.private_dirs) d = canonical(d);
   plane.start_time = process_start_time(plane.pid);
   nlohmann::json j = {{"pid", plane.pid},
                       {"start_time", plane.start_time},
                       {"socket", plane.socket},
                       {"token_files", plane.token_files},
-                      {"tcp_ports", plane.tcp_ports}};
+                      {"tcp_ports", plane.tcp_ports},
+                      {"private_dirs", plane.private_dirs}};
   std::string text = j.dump() + "\n";
   std::string path = dir + "/" + std::to_string(plane.pid) + ".json";
   std::string tmp = path + ".tmp";

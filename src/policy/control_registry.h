@@ -44,6 +44,7 @@ struct ControlPlane {
   std::string socket;                    // the Unix socket (absolute), or empty
   std::vector<std::string> token_files;  // absolute
   std::vector<int> tcp_ports;            // WebSocket listeners
+  std::vector<std::string> private_dirs; // absolute: what it keeps of its sessions (the journal)
 };
 
 // The lock a daemon holds beside its socket while it runs (cli/daemon_lock.h): part of the
@@ -56,6 +57,13 @@ inline std::string socket_url_path(const std::string& socket) { return socket + 
 
 // The registry directory for the real uid: "<passwd home>/.local/state/uexec/daemons".
 std::string control_registry_dir();
+
+// When process `pid` started: field 22 of /proc/<pid>/stat (clock ticks since boot); 0 when it
+// is gone. A pid with another start time than the one recorded is another process.
+unsigned long long process_start_time(pid_t pid);
+// mkdir -p with mode 0700 for the components it creates; `dir` itself must end up ours and
+// 0700 (a looser mode is tightened; a symlink or another user's directory is refused).
+[[nodiscard]] base::Result<void> private_dir(const std::string& dir);
 
 // This process's entry for as long as the object lives (RAII: the destructor removes it).
 class ControlRegistration {

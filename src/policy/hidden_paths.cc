@@ -92,6 +92,11 @@ Result<void> control_plane_paths(const ResolveInput& in, const ResolvedPolicy& r
     }
     for (const auto& t : plane.token_files)
       if (::stat(t.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) files.push_back(real_path(t));
+    // A private directory (a daemon's journal) is hidden whole, unless the sandbox's own
+    // workspace lies inside it (someone runs a sandbox there on purpose).
+    for (const auto& d : plane.private_dirs)
+      if (::stat(d.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && !holds_workspace(real_path(d)))
+        dirs.push_back(real_path(d));
   }
   return {};
 }

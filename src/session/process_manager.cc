@@ -71,7 +71,9 @@ Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const po
     }
     deny_watch_->report_uncovered();
   }
+  Session& started = *session;
   sessions_.emplace(id, std::move(session));
+  if (recorder_) recorder_->on_started(started);
   return id;
 }
 
@@ -84,6 +86,7 @@ void ProcessManager::remove(const SessionId& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
   if (deny_watch_) deny_watch_->remove(id);
+  if (recorder_ && !it->second->finished()) recorder_->on_removed(*it->second);
   graveyard_.push_back(std::move(it->second));
   sessions_.erase(it);
   // What the session held, roughly: its ring, plus its process, buffers and timers.
@@ -145,6 +148,7 @@ void ProcessManager::on_session_exited(Session& s) {
 }
 
 void ProcessManager::on_session_closed(Session& s) {
+  if (recorder_) recorder_->on_closed(s);
   if (on_closed) on_closed(s);
 }
 

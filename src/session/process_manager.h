@@ -39,6 +39,7 @@
 #include "session/containment.h"
 #include "session/deny_watch.h"
 #include "session/session.h"
+#include "session/session_recorder.h"
 
 namespace uexec::session {
 
@@ -74,6 +75,10 @@ class ProcessManager final : public SessionObserver {
   const Containment* containment() const noexcept { return containment_.get(); }
   loop::Loop& loop() noexcept { return *loop_; }
 
+  // The recorder told of every session's start and end (the journal); null: none. It must
+  // outlive the manager or be unset first; the manager's destructor tells it nothing.
+  void set_recorder(SessionRecorder* recorder) noexcept { recorder_ = recorder; }
+
   // Event hooks for the front door (one each; may be empty).
   std::function<void(Session&)> on_exited;
   std::function<void(Session&)> on_closed;
@@ -96,6 +101,7 @@ class ProcessManager final : public SessionObserver {
   std::unique_ptr<loop::Timer> trim_timer_;  // a trim while sessions remain; gone when idle
   std::uint64_t next_id_ = 1;
   std::unique_ptr<DenyReadWatcher> deny_watch_;  // made for the first sandbox with deny-read
+  SessionRecorder* recorder_ = nullptr;
 };
 
 }  // namespace uexec::session
