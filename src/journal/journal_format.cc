@@ -12,7 +12,6 @@
 
 #include <fmt/core.h>
 
-#include "base/home_dir.h"
 #include "base/unique_fd.h"
 #include "policy/control_registry.h"
 
@@ -115,13 +114,7 @@ bool daemon_alive(const json& meta) {
   return pid > 0 && start != 0 && policy::process_start_time(static_cast<pid_t>(pid)) == start;
 }
 
-std::string default_root() {
-  const char* state = std::getenv("XDG_STATE_HOME");
-  if (state && state[0] == '/') return std::string(state) + "/uexec/journal";
-  const char* home_env = std::getenv("HOME");
-  std::string home = base::home_dir(home_env ? home_env : "");
-  return home.empty() ? "" : home + "/.local/state/uexec/journal";
-}
+std::string default_root() { return policy::default_journal_root(); }
 
 std::string segment_name(std::uint64_t n) { return fmt::format("{:06}.out", n); }
 

@@ -56,7 +56,7 @@ static_assert(sizeof(RecordHeader) == 32);
 inline constexpr std::uint32_t kMaxRecordBytes = 1u << 20;
 
 // $XDG_STATE_HOME/uexec/journal when XDG_STATE_HOME is absolute, else
-// <home>/.local/state/uexec/journal (base::home_dir), else "".
+// ~/.local/state/uexec/journal (policy::default_journal_root: beside the daemons' registry).
 std::string default_root();
 // "000007.out".
 std::string segment_name(std::uint64_t n);

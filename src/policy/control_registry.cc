@@ -11,6 +11,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <string_view>
 #include <cstring>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -118,6 +119,20 @@ std::string control_registry_dir() {
                                        : home + "/.local/state/uexec/daemons";
   cached_uid = ::getuid();
   return cached;
+}
+
+std::string journal_root_beside(const std::string& registry_dir) {
+  constexpr std::string_view kDaemons = "daemons";
+  if (registry_dir.size() > kDaemons.size() &&
+      registry_dir.compare(registry_dir.size() - kDaemons.size(), kDaemons.size(), kDaemons) == 0)
+    return registry_dir.substr(0, registry_dir.size() - kDaemons.size()) + "journal";
+  return registry_dir + "-journal";
+}
+
+std::string default_journal_root() {
+  const char* state = std::getenv("XDG_STATE_HOME");
+  if (state && state[0] == '/') return std::string(state) + "/uexec/journal";
+  return journal_root_beside(control_registry_dir());
 }
 
 ControlRegistration& ControlRegistration::operator=(ControlRegistration&& o) noexcept {

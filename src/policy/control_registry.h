@@ -58,6 +58,13 @@ inline std::string socket_url_path(const std::string& socket) { return socket + 
 // The registry directory for the real uid: "<passwd home>/.local/state/uexec/daemons".
 std::string control_registry_dir();
 
+// Where journals go by default (journal/journal_format.h): $XDG_STATE_HOME/uexec/journal when
+// XDG_STATE_HOME is absolute, else journal_root_beside(control_registry_dir()).
+std::string default_journal_root();
+// The journal directory in the same state directory as the registry `registry_dir`
+// (".../uexec/daemons" -> ".../uexec/journal"; the /tmp fallback "-daemons" -> "-journal").
+std::string journal_root_beside(const std::string& registry_dir);
+
 // When process `pid` started: field 22 of /proc/<pid>/stat (clock ticks since boot); 0 when it
 // is gone. A pid with another start time than the one recorded is another process.
 unsigned long long process_start_time(pid_t pid);

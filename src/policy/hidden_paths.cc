@@ -69,6 +69,12 @@ Result<void> control_plane_paths(const ResolveInput& in, const ResolvedPolicy& r
       if (path_within(w, d)) return true;
     return path_within(cwd, d);
   };
+  // The journals (what daemons kept of their sessions' output) are hidden whether or not a
+  // daemon runs: the default place beside the registry and the one this environment names.
+  // A daemon journaling elsewhere registers its directory below.
+  for (const std::string& j : {journal_root_beside(registry), default_journal_root()})
+    if (::stat(j.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && !holds_workspace(real_path(j)))
+      dirs.push_back(real_path(j));
   bool overflow = false;
   auto planes = live_control_planes(in.registry_dir, &overflow);
   if (overflow)
