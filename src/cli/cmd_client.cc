@@ -544,6 +544,8 @@ int cmd_logs(const std::vector<std::string>& args) {
   if (!t) {
     if (auto from_journal = logs_from_journal(pos[0], asciicast)) return *from_journal;
     std::fputs(why.c_str(), stderr);
+    if (const std::string root = journal::default_root(); !c && !root.empty() && ::access(root.c_str(), F_OK) == 0)
+      std::fprintf(stderr, "uexec logs: and the journal (%s) has no process %s\n", root.c_str(), pos[0].c_str());
     return c ? 1 : code;
   }
   if (follow) {

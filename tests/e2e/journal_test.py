@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""The journal (`uexec serve --journal`): what sessions printed and how they ended, on disk,
+read back by `uexec logs` after everything was killed.
+
+  - a daemon with the journal runs sessions: one that exits with code 3, one killed by a
+    signal, one that floods far past journal_size, a named one and a terminal one that still
+    run; then the daemon and every session get SIGKILL;
+  - with no daemon, and again under a new daemon, `uexec logs` of each returns its output and
+    its end ("exited with code 3", "killed by signal 15", "its end was not recorded");
+  - the flood keeps its first and last parts within journal_size and says how much it cut;
+    journal_max bounds them all: the oldest finished journals go;
+  - `uexec logs --asciicast` reads a terminal session from the journal;
+  - no sandbox of any backend can read the journal (network on and off), daemon or not.
+
+    python3 tests/e2e/journal_test.py build/src/uexec
+"""
+import glob
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+from e2e_util import Checks  # noqa: E402
+
+uexec = os.path.abspath(sys.argv[1])
+check = Checks()
+tmp = tempfile.mkdtemp(prefix="uexec-journal-")
+os.chmod(tmp, 0o755)
+state = os.path.join(tmp, "state")
+root = os.path.join(state, "uexec", "journal")
+sock = os.path.join(tmp, "run", "uexec.sock")
+cfg = os.path.join(tmp, "config.toml")
+with open(cfg, "w") as f:
+    f.write('[daemon]\njournal = true\njournal_size = "1MiB"\njournal_max = "8MiB"\n')
+env = {**os.environ, "UEXEC_SOCKET": sock, "UEXEC_CONFIG": cfg, "UEXEC_AUTOSTART": "0", "XDG_STATE_HOME": state}
+
+
+def serve(*extra):
+    err = open(os.path.join(tmp, "serve.log"), "ab")
+    d = subprocess.Popen([uexec, "serve", "--socket", sock, "--no-ws", *extra], env=env, stderr=err)
+    for _ in range(200):
+        if os.path.exists(sock):
+            break
+        time.sleep(0.05)
+    return d
+
+
+def run(*args, timeout=60):
+    return subprocess.run([uexec, *args], env=env, capture_output=True, timeout=timeout)
+
+
+def start(*argv, tty=False, name=None):
+    r = run("start", *(["--tty"] if tty else []), *(["--name", name] if name else []), "--", *argv)
+    return r.stdout.decode().strip()
+
+
+def state_of(pid):
+    out = run("ls").stdout.decode()
+    return next((l for l in out.splitlines() if l.split()[:1] == [pid]), "")
+
+
+def wait_exit(pid, seconds=30):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        line = state_of(pid)
+        if line and " running " not in f" {line} ":
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def metas():
+    out = []
+    for m in glob.glob(os.path.join(root, "*", "meta.json")):
+        try:
+            out.append((os.path.dirname(m), json.load(open(m))))
+        except (OSError, ValueError):
+            pass
+    return out
+
+
+def dir_bytes(d):
+    return sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))
+
+
+seq_out = "".join(f"{i}\n" for i in range(1, 20001)).encode()
+daemon = serve()
+check("serve says where it journals", "journaling output to " + root in open(os.path.join(tmp, "serve.log")).read(),
+      open(os.path.join(tmp, "serve.log")).read())
+
+exited = start("sh", "-c", "seq 1 20000; exit 3")
+termed = start("sh", "-c", "echo before the signal; kill -TERM $$")
+flood = start("sh", "-c", "head -c 30000000 /dev/zero | tr '\\0' x; echo; echo flood-end")
+ticker = start("sh", "-c", "i=0; while :; do echo tick $i; i=$((i+1)); sleep 0.05; done", name="ticker")
+screen = start("bash", "-c", "printf '\\033[1mbold\\033[0m on a terminal\\n'; exec sleep 1000", tty=True)
+for pid in (exited, termed, flood):
+    check(f"{pid} finished in the daemon", wait_exit(pid, 60))
+time.sleep(1.0)  # the ticker ticks, the writer writes
+
+check("the journal root is 0700", os.stat(root).st_mode & 0o777 == 0o700, oct(os.stat(root).st_mode))
+check("one journal per process", len(metas()) == 5, [m for _, m in metas()])
+r = run("logs", exited)
+check("the daemon still answers logs itself", r.stdout == seq_out and b"journal" not in r.stderr, r.stderr)
+
+# ---- everything killed: the daemon first (mid-stream), then what it ran --------------------
+live = [m["pid"] for _, m in metas() if "end" not in m]
+check("the running ones have no end yet", len(live) == 2, live)
+daemon.send_signal(signal.SIGKILL)
+daemon.wait()
+for p in live:
+    try:
+        os.kill(p, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+os.unlink(sock) if os.path.exists(sock) else None
+
+
+def check_logs(where):
+    r = run("logs", exited)
+    check(f"{where}: logs of an exited process is its output", r.stdout == seq_out,
+          (len(r.stdout), r.stderr))
+    check(f"{where}: ... and its end", b"exited with code 3" in r.stderr and b"from the journal" in r.stderr, r.stderr)
+    r = run("logs", termed)
+    check(f"{where}: a process killed by a signal says so",
+          r.stdout == b"before the signal\n" and b"killed by signal 15 (SIGTERM)" in r.stderr, (r.stdout, r.stderr))
+    r = run("logs", "ticker")
+    ticks = r.stdout.decode().splitlines()
+    check(f"{where}: a running process's output, found by its name", len(ticks) > 10 and ticks[0] == "tick 0" and
+          all(t == f"tick {i}" for i, t in enumerate(ticks)), ticks[:3] + ticks[-3:])
+    check(f"{where}: ... and why its end is missing", b"its end was not recorded" in r.stderr, r.stderr)
+    r = run("logs", flood)
+    out = r.stdout
+    missing = [int(w) for line in r.stderr.decode().splitlines() if "were not kept" in line for w in line.split()
+               if w.isdigit()]
+    check(f"{where}: a flood keeps its head and its tail", out.startswith(b"x" * 1000) and out.endswith(b"x\nflood-end\n"),
+          (len(out), out[-40:]))
+    check(f"{where}: ... and says how much it cut", missing and missing[0] + len(out) == 30000000 + len(b"\nflood-end\n"),
+          (missing, len(out), r.stderr))
+    r = run("logs", screen, "--asciicast")
+    lines = r.stdout.decode().splitlines()
+    header = json.loads(lines[0]) if lines else {}
+    events = [json.loads(l) for l in lines[1:]]
+    check(f"{where}: --asciicast from the journal", header.get("version") == 2 and header.get("width") and
+          any("bold" in e[2] for e in events if len(e) == 3), (header, events[:3]))
+    r = run("logs", "no-such-process")
+    check(f"{where}: an unknown id is still an error", r.returncode != 0 and b"no-such-process" in r.stderr, r.stderr)
+
+
+check_logs("no daemon")
+flood_dir = next(d for d, m in metas() if m.get("processId") == flood.split("/")[-1])
+check("a journal stays within journal_size", dir_bytes(flood_dir) <= (1 << 20) + 4096, dir_bytes(flood_dir))
+
+daemon = serve()
+check_logs("a new daemon")
+
+
+# ---- no sandbox reads it, daemon or not ----------------------------------------------------
+def sandbox_reads(backend, network, target):
+    r = run("sandbox", "--backend", backend, "--mode", "read-only", "--network", network, "--cwd", tmp, "--",
+            "sh", "-c", f"cat {target}/meta.json; ls {root}", timeout=60)
+    return r
+
+
+check_r = run("sandbox", "--check").stdout.decode()
+backends = ["namespaces", "landlock"] + (["bwrap"] if "bwrap:" in check_r and "/bwrap" in check_r else [])
+for with_daemon in (True, False):
+    if not with_daemon:
+        daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=30)
+    for backend in backends:
+        for network in ("on", "off"):
+            r = sandbox_reads(backend, network, flood_dir)
+            # Landlock grants a whole tree: the list-only right on the journal's parent lets a
+            # sandbox list the names inside (start times and pids); nothing more is readable.
+            leaked = b"argv" in r.stdout or (backend != "landlock" and
+                                             os.path.basename(flood_dir).encode() in r.stdout)
+            check(f"{backend}, network {network}, {'a daemon runs' if with_daemon else 'no daemon'}: "
+                  "the journal is hidden", not leaked and r.returncode not in (125,), (r.returncode, r.stdout[:200],
+                                                                                       r.stderr[:300]))
+
+# ---- journal_max: the oldest finished journals go ------------------------------------------
+daemon = serve()
+floods = [start("sh", "-c", f"head -c 5000000 /dev/zero | tr '\\0' {c}") for c in "abcdefghijklmnop"]
+for p in floods:
+    wait_exit(p, 60)
+time.sleep(0.5)
+daemon.send_signal(signal.SIGTERM)
+daemon.wait(timeout=30)
+total = sum(dir_bytes(d) for d, _ in metas())
+print("journals:", sorted((os.path.basename(d), dir_bytes(d)) for d, _ in metas()))
+check("journal_max bounds every journal together", total <= (8 << 20) + 64 * 1024, total)
+check("the newest stay", run("logs", floods[-1]).stdout.startswith(b"p" * 100))
+check("the oldest went", run("logs", exited).returncode != 0)
+
+shutil.rmtree(tmp, ignore_errors=True)
+sys.exit(check.exit_code())
