@@ -60,8 +60,8 @@ r = run("config", "--path")
 check("config --path: $XDG_CONFIG_HOME/uexec/config.toml", r.returncode == 0 and r.stdout.strip() == cfg_file, r)
 r = run("config")
 lines = [l for l in r.stdout.splitlines() if " = " in l]
-check("config without a file: exit 0, 14 keys, every one the default",
-      r.returncode == 0 and len(lines) == 14 and all(l.endswith("# default") for l in lines), r.stdout)
+check("config without a file: exit 0, 17 keys, every one the default",
+      r.returncode == 0 and len(lines) == 17 and all(l.endswith("# default") for l in lines), r.stdout)
 sample = run("config", "--sample").stdout
 write_config(sample)
 r = run("config")

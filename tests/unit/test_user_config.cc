@@ -64,6 +64,9 @@ TEST_CASE("user config: every key read, with the file and line it came from") {
       "web = false\n"
       "web_root = \"/srv/page\"\n"
       "retain_exited = \"forever\"\n"
+      "journal = true\n"
+      "journal_size = \"2MiB\"\n"
+      "journal_max = 1073741824\n"
       "[sessions]\n"
       "ring_size = \"64KiB\"\n"
       "[sandbox]\n"
@@ -81,6 +84,9 @@ TEST_CASE("user config: every key read, with the file and line it came from") {
   CHECK_FALSE(c.web);
   CHECK(c.web_root == "/srv/page");
   CHECK_FALSE(c.retain_exited);
+  CHECK(c.journal);
+  CHECK(c.journal_size == 2u << 20);
+  CHECK(c.journal_max == 1u << 30);
   CHECK(c.ring_bytes == 64 * 1024);
   CHECK(c.sandbox_mode == uexec::policy::SandboxMode::kWorkspaceWrite);
   CHECK(c.backend == uexec::policy::Backend::kBwrap);
@@ -91,15 +97,18 @@ TEST_CASE("user config: every key read, with the file and line it came from") {
   CHECK_FALSE(c.env_preset);
   CHECK(c.max_output_tokens == 2000);
   CHECK(c.structured_content);
-  CHECK(c.origin.size() == 14);
+  CHECK(c.origin.size() == 17);
   CHECK(c.origin["daemon.ws"] == kPath + ":2");
-  CHECK(c.origin["agent.structured_content"] == kPath + ":18");
+  CHECK(c.origin["agent.structured_content"] == kPath + ":21");
   for (const auto& line : describe(c)) CHECK(line.origin != "default");
 }
 
 TEST_CASE("user config: a mistake names the file, line and column, and what the key accepts") {
   CHECK(error_of("[daemon]\nwss = \"x\"\n") ==
-        kPath + ":2:1: unknown key daemon.wss ([daemon] has ws, web, web_root, retain_exited)");
+        kPath + ":2:1: unknown key daemon.wss ([daemon] has ws, web, web_root, retain_exited, journal, journal_size, journal_max)");
+  CHECK(error_of("[daemon]\njournal_size = \"1KiB\"\n").find("between 64KiB and 1GiB") != std::string::npos);
+  CHECK(error_of("[daemon]\njournal_max = \"lots\"\n").find("daemon.journal_max needs a size") != std::string::npos);
+  CHECK(error_of("[daemon]\njournal = \"yes\"\n").find("daemon.journal") != std::string::npos);
   CHECK(error_of("[server]\nws = \"x\"\n").find(kPath + ":1:2: unknown table [server]") == 0);
   CHECK(error_of("daemon = 1\n").find("daemon must be a table") != std::string::npos);
   CHECK(error_of("[daemon]\nweb = \"yes\"\n") == kPath + ":2:7: daemon.web needs true or false");
