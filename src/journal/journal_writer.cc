@@ -135,16 +135,26 @@ void JournalWriter::update_meta(Id id, std::string meta) { push(Op{OpKind::kMeta
 void JournalWriter::end(Id id, std::string meta) { push(Op{OpKind::kEnd, id, {}, std::move(meta)}, 0); }
 
 void JournalWriter::push(Op op, std::size_t output_bytes) {
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // The thread is woken when work arrives in an empty queue (it then gathers for up to
+    // kGather), when the output waiting reaches kBatchBytes, and for anything but output;
+    // not for every read, which would cost two context switches per 4 KiB of a flood.
+    const bool was_empty = queue_.empty();
+    const bool crossed = queued_bytes_ < kBatchBytes && queued_bytes_ + output_bytes >= kBatchBytes;
+    if (op.kind != OpKind::kAppend) urgent_ = true;
+    wake = was_empty || crossed || op.kind != OpKind::kAppend;
     queued_bytes_ += output_bytes;
     queue_.push_back(std::move(op));
   }
-  wake_.notify_one();
+  if (wake) wake_.notify_one();
 }
 
 void JournalWriter::flush() {
   std::unique_lock<std::mutex> lock(mu_);
+  urgent_ = true;
+  wake_.notify_one();
   idle_.wait(lock, [this] { return queue_.empty() && !busy_; });
 }
 
@@ -160,21 +170,66 @@ std::uint64_t JournalWriter::total_bytes() const {
 
 void JournalWriter::run() {
   std::unique_lock<std::mutex> lock(mu_);
+  std::deque<Op> batch;
   for (;;) {
     wake_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) break;  // stop_ and nothing left to write
-    Op op = std::move(queue_.front());
-    queue_.pop_front();
+    // Output alone can wait a little, so that one wake-up writes many reads.
+    wake_.wait_for(lock, kGather, [this] { return stop_ || urgent_ || queued_bytes_ >= kBatchBytes; });
+    batch.swap(queue_);
+    urgent_ = false;
     busy_ = true;
     lock.unlock();
-    const std::size_t output = op.kind == OpKind::kAppend ? op.data.size() : 0;
-    perform(op);
+    std::size_t output = 0;
+    for (const Op& op : batch)
+      if (op.kind == OpKind::kAppend) output += op.data.size();
+    perform_batch(batch);
+    batch.clear();
     lock.lock();
     queued_bytes_ -= output;
     busy_ = false;
     if (queue_.empty()) idle_.notify_all();
   }
   idle_.notify_all();
+}
+
+void JournalWriter::perform_batch(std::deque<Op>& batch) {
+  for (std::size_t i = 0; i < batch.size();) {
+    Op& op = batch[i];
+    auto it = op.kind == OpKind::kAppend ? open_.find(op.id) : open_.end();
+    if (it == open_.end() || it->second.broken) {
+      perform(op);
+      ++i;
+      continue;
+    }
+    // A run of output for one journal: one writev for as many records as its segment takes.
+    Open& j = it->second;
+    if (!roll_if_full(j, sizeof(RecordHeader) + op.data.size())) {
+      ++i;
+      continue;
+    }
+    const std::uint64_t limit = j.segment_no == 0 ? head_bytes_ : tail_bytes_;
+    iovec iov[kMaxIov];
+    int count = 0;
+    std::uint64_t bytes = 0;
+    std::size_t k = i;
+    for (; k < batch.size() && count + 2 <= kMaxIov; ++k) {
+      Op& a = batch[k];
+      if (a.kind != OpKind::kAppend || a.id != op.id) break;
+      const std::uint64_t rec = sizeof(RecordHeader) + a.data.size();
+      if (k > i && j.segment_bytes + bytes + rec > limit) break;
+      iov[count++] = {&a.header, sizeof(RecordHeader)};
+      if (!a.data.empty()) iov[count++] = {a.data.data(), a.data.size()};
+      bytes += rec;
+    }
+    if (!write_all(j.segment.get(), iov, count)) {
+      fail(j, "write");
+    } else {
+      j.segment_bytes += bytes;
+      add_bytes(j.key, static_cast<std::int64_t>(bytes));
+    }
+    i = k;
+  }
 }
 
 void JournalWriter::perform(Op& op) {
@@ -188,8 +243,7 @@ void JournalWriter::perform(Op& op) {
   if (it == open_.end()) return;
   Open& j = it->second;
   switch (op.kind) {
-    case OpKind::kAppend:
-      if (!j.broken) do_append(j, op.header, op.data);
+    case OpKind::kAppend:  // perform_batch() writes output
       break;
     case OpKind::kMeta:
       if (!j.broken) write_meta(j, op.data);
@@ -262,16 +316,11 @@ bool JournalWriter::open_segment(Open& j, std::uint64_t n) {
   return true;
 }
 
-void JournalWriter::do_append(Open& j, const RecordHeader& h, const std::string& bytes) {
-  if (!j.segment) return;
+bool JournalWriter::roll_if_full(Open& j, std::uint64_t record_bytes) {
+  if (!j.segment) return false;
   const std::uint64_t limit = j.segment_no == 0 ? head_bytes_ : tail_bytes_;
-  if (j.segment_bytes > 0 && j.segment_bytes + sizeof h + bytes.size() > limit &&
-      !open_segment(j, j.segment_no + 1))
-    return;
-  iovec iov[2] = {{const_cast<RecordHeader*>(&h), sizeof h}, {const_cast<char*>(bytes.data()), bytes.size()}};
-  if (!write_all(j.segment.get(), iov, bytes.empty() ? 1 : 2)) return fail(j, "write");
-  j.segment_bytes += sizeof h + bytes.size();
-  add_bytes(j.key, static_cast<std::int64_t>(sizeof h + bytes.size()));
+  if (j.segment_bytes > 0 && j.segment_bytes + record_bytes > limit) return open_segment(j, j.segment_no + 1);
+  return true;
 }
 
 bool JournalWriter::write_meta(Open& j, const std::string& meta) {

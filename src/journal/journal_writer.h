@@ -2,7 +2,9 @@
 // slow or full disk never holds the event loop.
 //
 // The loop hands it operations (begin a process's journal, append one read of output, replace
-// its meta.json, end it) through a queue; one thread performs them in order. Bounds:
+// its meta.json, end it) through a queue; one thread performs them in order, waking for output
+// at most every 10 ms or each 256 KiB (a flood costs one writev per batch of reads, not two
+// context switches per read), at once for anything else. Bounds:
 //   - the queue holds at most Limits::queue_bytes of output; an append past it is dropped and
 //     counted (dropped_bytes()), and the next record's offset shows the hole to readers;
 //   - a process's journal holds at most about Limits::process_bytes: the head segment takes
@@ -19,6 +21,7 @@
 // made from the loop thread, the files are touched only by the writer's thread.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -90,13 +93,21 @@ class JournalWriter {
     bool prunable = false;  // finished, or its daemon is gone
   };
 
+  // The thread wakes for output at most every kGather, or once kBatchBytes wait.
+  static constexpr std::chrono::milliseconds kGather{10};
+  static constexpr std::size_t kBatchBytes = 256 * 1024;
+  static constexpr int kMaxIov = 64;
+
   JournalWriter(std::string root, Limits limits);
   void push(Op op, std::size_t output_bytes);
   void run();
+  void perform_batch(std::deque<Op>& batch);
   void perform(Op& op);
   void scan();
   void do_begin(Id id, const std::string& key, const std::string& meta);
-  void do_append(Open& j, const RecordHeader& h, const std::string& bytes);
+  // Starts the next segment when `record_bytes` more would not fit this one; false when the
+  // journal cannot be written.
+  bool roll_if_full(Open& j, std::uint64_t record_bytes);
   bool write_meta(Open& j, const std::string& meta);
   bool open_segment(Open& j, std::uint64_t n);
   void fail(Open& j, const char* what);
@@ -115,6 +126,7 @@ class JournalWriter {
   std::size_t queued_bytes_ = 0;
   std::uint64_t dropped_ = 0;
   bool busy_ = false;
+  bool urgent_ = false;  // something other than output waits (or flush()): no gathering
   bool stop_ = false;
   std::uint64_t total_ = 0;  // under mu_: read by total_bytes()
 
