@@ -23,6 +23,10 @@ using base::Result;
 namespace {
 
 constexpr std::uint64_t kMinProcessBytes = 64 * 1024;
+// What a journal costs the disk beyond its files' sizes: the blocks of its directory, its
+// meta.json and its first segment. Counted in every journal's bytes, so that many short
+// processes (an agent's commands) are bounded by journal_max as a few long ones are.
+constexpr std::uint64_t kJournalOverhead = 12 * 1024;
 
 // Writes all of `iov` (EINTR and short writes retried); false with errno set on failure.
 bool write_all(int fd, iovec* iov, int count) {
@@ -271,7 +275,7 @@ void JournalWriter::scan() {
     base::UniqueFd dir(::open((root_ + "/" + key).c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     if (!dir) continue;
     Known k;
-    k.bytes = dir_bytes(dir.get());
+    k.bytes = kJournalOverhead + dir_bytes(dir.get());
     // Finished, or left by a daemon that is gone (an unreadable one goes first); another live
     // daemon's running journal stays.
     auto meta = read_meta(root_ + "/" + key);
@@ -287,6 +291,7 @@ void JournalWriter::do_begin(Id id, const std::string& key, const std::string& m
   Open& j = open_[id];
   j.key = key;
   known_[key] = Known{};
+  add_bytes(key, static_cast<std::int64_t>(kJournalOverhead));
   std::string path = root_ + "/" + key;
   if (::mkdir(path.c_str(), 0700) != 0) return fail(j, "mkdir");
   j.dir.reset(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));

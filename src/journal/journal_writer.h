@@ -10,7 +10,8 @@
 //   - a process's journal holds at most about Limits::process_bytes: the head segment takes
 //     the first quarter, then tail segments of three eighths each, the oldest deleted when a
 //     third begins (so the first and the last output are kept, as the ring keeps them);
-//   - all journals under the root together stay under Limits::total_bytes: when a journal
+//   - all journals under the root together stay under Limits::total_bytes, each counted as its
+//     files' sizes plus 12 KiB for the blocks a small journal takes: when a journal
 //     begins or ends and the sum is over, the oldest finished journals are deleted first
 //     (another daemon's running ones are never touched; ours are bounded by the line above).
 // A write error (disk full, EIO) stops that one journal and is logged once; output is never

@@ -276,3 +276,23 @@ TEST_CASE("journal: the root must be absolute and ours") {
   ::symlink("/tmp", root.path.c_str());  // a symlink planted where the root goes
   CHECK_FALSE(JournalWriter::open(root.path, Limits{}));
 }
+
+TEST_CASE("journal: many short processes are bounded by the total as a few long ones are") {
+  TempRoot root;
+  Limits limits;
+  limits.total_bytes = 1 << 20;
+  auto w = JournalWriter::open(root.path, limits);
+  REQUIRE(w);
+  for (int i = 0; i < 300; ++i) {
+    const std::string p = "short" + std::to_string(i);
+    auto id = (*w)->begin(1700000000000 + static_cast<std::uint64_t>(i), meta(p));
+    append_all(**w, id, "ok\n", 3);
+    (*w)->end(id, end_meta(p, 3, 0));
+  }
+  (*w)->flush();
+  const auto kept = list_journals(root.path).size();
+  CHECK(kept > 20);
+  CHECK(kept * 12 * 1024 <= limits.total_bytes);  // each counts its blocks, not its 3 bytes
+  CHECK(find_journal(root.path, "short299"));
+  CHECK_FALSE(find_journal(root.path, "short0"));
+}

@@ -15,13 +15,20 @@
 // (target <= 1.1x). fork + exec is measured the same way for contrast: fork copies the page
 // tables of the grown process, so it is expected near 2x; uexec clones with CLONE_VM.
 //
+// J1-spawn is S1-echo with the journal on (`uexec serve --journal`: a second manager whose
+// sessions a journal::SessionJournal records, into /var/tmp), over the same without, both
+// uexec, interleaved: the journal's meta.json and its thread's mkdir + writes on every start.
+//
 // Samples are interleaved A, B, A, B inside each round; a round's ratio is the ratio of its
 // two medians, and the rows report min/median/max of the per-round ratios.
 #include <sys/mman.h>
 
 #include <functional>
 
+#include <filesystem>
+
 #include "bench_util.h"
+#include "journal/session_journal.h"
 #include "loop/loop.h"
 #include "policy/exec_request.h"
 #include "session/process_manager.h"
@@ -116,15 +123,23 @@ int bench_main(const Options& o) {
 
   loop::Loop loop;
   std::vector<Row> rows;
+  char journal_tmpl[] = "/var/tmp/uexec-bench-journal-XXXXXX";
+  const std::string journal_dir = ::mkdtemp(journal_tmpl) ? journal_tmpl : "";
+  if (journal_dir.empty()) die_errno("mkdtemp /var/tmp");
   {
     session::ProcessManager pm(loop);
+    session::ProcessManager journaled_pm(loop);
+    auto writer = journal::JournalWriter::open(journal_dir + "/journal", journal::Limits{});
+    if (!writer) die("journal: " + writer.error().message());
+    journal::SessionJournal journal(loop, std::move(*writer));
+    journaled_pm.set_recorder(&journal);
     for (int i = 0; i < 3; ++i) {  // warm-up
       raw_first_byte(echo, echo_argv, cenv, false);
       uexec_first_byte(pm, loop, echo, env);
       raw_first_byte(bashi, bash_argv, cenv, false);
       uexec_first_byte(pm, loop, bashi, env);
     }
-    std::vector<double> s1e, s1b, s2u, s2f, s2p;
+    std::vector<double> s1e, s1b, s2u, s2f, s2p, j1s, plain_e, jour_e;
     std::vector<double> raw_e, uex_e, raw_b, uex_b, uex_grown, fork_empty, fork_grown, ps_grown,
         ps_empty, uex_empty;
     for (int r = 0; r < rounds; ++r) {
@@ -134,6 +149,12 @@ int bench_main(const Options& o) {
       auto [rb, ub] = interleave(
           k, [&] { return raw_first_byte(bashi, bash_argv, cenv, false); },
           [&] { return uexec_first_byte(pm, loop, bashi, env); });
+      auto [pe, je] = interleave(
+          k, [&] { return uexec_first_byte(pm, loop, echo, env); },
+          [&] { return uexec_first_byte(journaled_pm, loop, echo, env); });
+      j1s.push_back(je / pe);
+      plain_e.push_back(pe);
+      jour_e.push_back(je);
       s1e.push_back(ue / re);
       s1b.push_back(ub / rb);
       raw_e.push_back(re);
@@ -194,10 +215,16 @@ int bench_main(const Options& o) {
     s2p_row.absolute_text = fmt::format("posix_spawn empty {}; grown {}", abs3("ms", ps_empty, 2),
                                         abs3("ms", ps_grown, 2));
     s2p_row.absolute = {{"posix_spawn_empty_ms", ps_empty}, {"posix_spawn_grown_ms", ps_grown}};
-    rows = {e, b, s2, s2f_row, s2p_row};
+    Row js = make_row("J1-spawn", "spawn -> first byte, /bin/echo x, journal on / off", j1s, Cmp::kLe, 1.1);
+    js.absolute_text = fmt::format("off {}; on {}", abs3("ms", plain_e, 2), abs3("ms", jour_e, 2));
+    js.absolute = {{"plain_ms", plain_e}, {"journaled_ms", jour_e}};
+    journal.writer().flush();
+    journaled_pm.set_recorder(nullptr);
+    rows = {e, b, s2, s2f_row, s2p_row, js};
     if (o.peers)
       std::fprintf(stderr, "bench_spawn: no peer rows (node-pty spawn latency not measured)\n");
   }
+  std::filesystem::remove_all(journal_dir);
   finish(o, fmt::format("bench_spawn ({} rounds x {} samples)", rounds, k), rows);
   return 0;
 }
