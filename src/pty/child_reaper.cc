@@ -27,7 +27,11 @@ bool ChildReaper::try_reap(pid_t pid, ExitStatus* out) noexcept {
   do {
     rc = ::waitid(P_PID, static_cast<id_t>(pid), &si, WEXITED | WNOHANG);
   } while (rc < 0 && errno == EINTR);
-  if (rc < 0 || si.si_pid != pid) return false;
+  if (rc < 0) return false;
+  if (si.si_pid != pid) {
+    errno = 0;  // still running
+    return false;
+  }
   ExitStatus st;
   switch (si.si_code) {
     case CLD_EXITED: st.code = si.si_status; break;
@@ -126,7 +130,15 @@ void ChildReaper::on_pidfd(uv_poll_t* h, int /*status*/, int /*events*/) noexcep
   if (!child) return;
   ExitStatus st;
   // Readable pidfd means exited; an error status (rare) also warrants a look.
-  if (try_reap(child->pid, &st)) child->owner->finish(child->pid, st);
+  if (try_reap(child->pid, &st)) {
+    child->owner->finish(child->pid, st);
+  } else if (errno == ECHILD) {
+    // Someone else in this process reaped it (a second reaper that adopts orphans, a library's
+    // waitpid(-1)): the pidfd stays readable, so waiting on would spin. Its status is lost.
+    UEXEC_LOG(kWarn, "child {} was reaped elsewhere in this process; its exit status is lost", child->pid);
+    st.code = 255;
+    child->owner->finish(child->pid, st);
+  }
 }
 
 void ChildReaper::sweep() noexcept {

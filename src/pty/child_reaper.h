@@ -52,7 +52,8 @@ class ChildReaper {
   // Reaps every exited child nobody watches, now; returns how many.
   std::size_t reap_orphans() noexcept;
 
-  // Non-blocking reap of one pid; nullopt-like false when it has not exited.
+  // Non-blocking reap of one pid; false when it has not exited (errno 0) or cannot be waited
+  // for (errno: ECHILD when it was reaped elsewhere).
   static bool try_reap(pid_t pid, ExitStatus* out) noexcept;
 
  private:

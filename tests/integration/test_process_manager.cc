@@ -1,6 +1,7 @@
 // ProcessManager: ids, many cycles without leaks, shutdown.
 #include <doctest/doctest.h>
 #include <signal.h>
+#include <sys/wait.h>
 
 #include "integration/session_helpers.h"
 
@@ -69,4 +70,16 @@ TEST_CASE("terminate_all ends a running interactive shell") {
   f.pm->terminate_all();
   REQUIRE(f.wait_finished(s));
   CHECK(s.verdict()->status.signal != 0);
+}
+
+TEST_CASE("a child reaped elsewhere in the process ends its session (status lost) instead of spinning") {
+  ManagerFixture f;
+  auto& s = f.start(request({"/bin/sh", "-c", "exit 3"}));
+  int status = 0;
+  REQUIRE(::waitpid(s.pid(), &status, 0) == s.pid());  // another waiter in this process took it
+  REQUIRE(f.wait_finished(s));
+  CHECK(s.verdict()->status.code == 255);
+  CHECK(s.verdict()->status.signal == 0);
+  f.pm->remove(s.id());
+  CHECK(count_zombie_children() == 0);
 }

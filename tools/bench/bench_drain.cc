@@ -20,8 +20,7 @@
 // the raw loop's speed here, the kernel's limit, so the 1.25x first asked for cannot exist;
 // its row also shows node-pty / the raw loop of the same round).
 //
-// J1 runs the T1 writer once more per round through a ProcessManager whose sessions are
-// journaled (`uexec serve --journal`: journal/session_journal.h, into a directory on the
+// J1 runs the T1 writer once more per round with the ProcessManager's sessions journaled (`uexec serve --journal`: journal/session_journal.h, into a directory on the
 // machine's disk under /var/tmp), and compares its throughput and its CPU per MiB (the
 // writer thread's included: RUSAGE_SELF counts every thread) with the unjournaled run of
 // the same round. It is what the journal costs; the row is judged as T1 is (>= 0.95x).
@@ -350,17 +349,24 @@ int bench_main(const Options& o) {
   if (journal_dir.empty()) die_errno("mkdtemp /var/tmp");
   {
     session::ProcessManager pm(loop);
-    session::ProcessManager journaled_pm(loop);
     journal::Limits journal_limits;  // the defaults: 8 MiB per process
     journal_limits.total_bytes = 64 * kMiB;
     auto writer = journal::JournalWriter::open(journal_dir + "/journal", journal_limits);
     if (!writer) die("journal: " + writer.error().message());
     journal::SessionJournal journal(loop, std::move(*writer));
-    journaled_pm.set_recorder(&journal);
+    // One manager (a second one's orphan reaper would reap the first's children): the
+    // journal is its recorder for the journaled runs only.
+    auto run_journaled = [&](const Plan& p) {
+      pm.set_recorder(&journal);
+      Sample s = run_uexec(pm, loop, exe, p, env);
+      pm.set_recorder(nullptr);
+      journal.writer().flush();  // its writes belong to this run, not the next
+      return s;
+    };
     // Warm-up: page in both paths once.
     run_baseline(exe, make_plan("lines", 1), cenv);
     run_uexec(pm, loop, exe, make_plan("lines", 1), env);
-    run_uexec(journaled_pm, loop, exe, make_plan("lines", 1), env);
+    run_journaled(make_plan("lines", 1));
 
     std::vector<double> t1r, t1yes, t2r, t3n, t3t;
     std::vector<double> raw_mibs, uex_mibs, raw_cpu, uex_cpu, rawy, uexy, node_mibs, tmux_mibs;
@@ -377,8 +383,7 @@ int bench_main(const Options& o) {
       raw_cpu.push_back(a.cpu_ms_per_mib());
       uex_cpu.push_back(b.cpu_ms_per_mib());
 
-      Sample j = run_uexec(journaled_pm, loop, exe, lines, env);
-      journal.writer().flush();  // its writes belong to this run, not the next
+      Sample j = run_journaled(lines);
       j1r.push_back(j.mib_s() / b.mib_s());
       j1cpu.push_back(j.cpu_ms_per_mib() / b.cpu_ms_per_mib());
       jour_mibs.push_back(j.mib_s());
@@ -438,7 +443,6 @@ int bench_main(const Options& o) {
                        Cmp::kInfo, 0);
     j1c.absolute_text = "journaled " + abs3("ms/MiB", jour_cpu);
     j1c.absolute = {{"journaled_cpu_ms_per_mib", jour_cpu}};
-    journaled_pm.set_recorder(nullptr);
     rows = {t1, ty, t2, te, j1, j1c};
     if (o.peers) {
       // node-pty reads at the raw loop's speed on these machines (the kernel's n_tty is the

@@ -15,9 +15,9 @@
 // (target <= 1.1x). fork + exec is measured the same way for contrast: fork copies the page
 // tables of the grown process, so it is expected near 2x; uexec clones with CLONE_VM.
 //
-// J1-spawn is S1-echo with the journal on (`uexec serve --journal`: a second manager whose
-// sessions a journal::SessionJournal records, into /var/tmp), over the same without, both
-// uexec, interleaved: the journal's meta.json and its thread's mkdir + writes on every start.
+// J1-spawn is S1-echo with the journal on (`uexec serve --journal`: the manager's sessions
+// recorded by a journal::SessionJournal, into /var/tmp), over the same without, both uexec,
+// interleaved: the journal's meta.json and its thread's mkdir + writes on every start.
 //
 // Samples are interleaved A, B, A, B inside each round; a round's ratio is the ratio of its
 // two medians, and the rows report min/median/max of the per-round ratios.
@@ -128,11 +128,17 @@ int bench_main(const Options& o) {
   if (journal_dir.empty()) die_errno("mkdtemp /var/tmp");
   {
     session::ProcessManager pm(loop);
-    session::ProcessManager journaled_pm(loop);
     auto writer = journal::JournalWriter::open(journal_dir + "/journal", journal::Limits{});
     if (!writer) die("journal: " + writer.error().message());
     journal::SessionJournal journal(loop, std::move(*writer));
-    journaled_pm.set_recorder(&journal);
+    // One manager (a second one's orphan reaper would reap the first's children): the
+    // journal is its recorder for the journaled samples only.
+    auto journaled = [&] {
+      pm.set_recorder(&journal);
+      std::int64_t t = uexec_first_byte(pm, loop, echo, env);
+      pm.set_recorder(nullptr);
+      return t;
+    };
     for (int i = 0; i < 3; ++i) {  // warm-up
       raw_first_byte(echo, echo_argv, cenv, false);
       uexec_first_byte(pm, loop, echo, env);
@@ -151,7 +157,7 @@ int bench_main(const Options& o) {
           [&] { return uexec_first_byte(pm, loop, bashi, env); });
       auto [pe, je] = interleave(
           k, [&] { return uexec_first_byte(pm, loop, echo, env); },
-          [&] { return uexec_first_byte(journaled_pm, loop, echo, env); });
+          journaled);
       j1s.push_back(je / pe);
       plain_e.push_back(pe);
       jour_e.push_back(je);
@@ -219,7 +225,6 @@ int bench_main(const Options& o) {
     js.absolute_text = fmt::format("off {}; on {}", abs3("ms", plain_e, 2), abs3("ms", jour_e, 2));
     js.absolute = {{"plain_ms", plain_e}, {"journaled_ms", jour_e}};
     journal.writer().flush();
-    journaled_pm.set_recorder(nullptr);
     rows = {e, b, s2, s2f_row, s2p_row, js};
     if (o.peers)
       std::fprintf(stderr, "bench_spawn: no peer rows (node-pty spawn latency not measured)\n");
