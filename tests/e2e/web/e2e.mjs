@@ -686,7 +686,14 @@ await step("10. reconnect", async () => {
   let err2 = "";
   serve2.stderr.on("data", (d) => { err2 += d; });
   await waitFor("the second daemon to listen", () => /listening on ws:/.test(err2), { describe: () => err2 });
-  await page1.click("#offline-retry");
+  // The page's own countdown can win the race and reconnect first (the banner then goes while
+  // the click waits for it); press Retry now only while the banner is still up.
+  const bannerUp = () => page1.evaluate(() => !document.querySelector("#offline").hidden);
+  if (await bannerUp()) {
+    await page1.click("#offline-retry", { timeout: 10000 }).catch(async (e) => {
+      if (await bannerUp()) throw e;
+    });
+  }
   await waitFor("the page to be connected again, the banner gone", async () =>
     (await pageState(page1)).state === "connected" && await page1.evaluate(() => document.querySelector("#offline").hidden),
   { describe: async () => JSON.stringify(await pageState(page1)) });
