@@ -15,6 +15,7 @@
 #include "agent/response_builder.h"
 #include "agent/stdin_input.h"
 #include "agent/tool_args.h"
+#include "journal/journal_format.h"
 #include "pty/tty_state.h"
 
 namespace uexec::agent {
@@ -496,7 +497,17 @@ CallId AgentService::kill_session(KillParams p, Reply done) {
   return cid;
 }
 
-Result<Response> AgentService::read_output(const ReadParams& p) { return agent::read_output(registry_, p, cfg_); }
+Result<Response> AgentService::read_output(const ReadParams& p) {
+  return agent::read_output(registry_, p, cfg_, journal_root_);
+}
+
+void AgentService::use_journal(std::string root) {
+  journal_root_ = std::move(root);
+  std::vector<long> ids;
+  for (const auto& l : journal::list_journals(journal_root_))
+    if (auto id = journal::agent_session_id(l.meta)) ids.push_back(*id);
+  registry_.reserve_journaled(ids);
+}
 
 ListResult AgentService::list_sessions(const ListParams& p) { return agent::list_sessions(registry_, p, cfg_); }
 

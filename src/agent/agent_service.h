@@ -135,6 +135,9 @@ class AgentService {
   CallId write_stdin(WriteParams p, Reply done);
   CallId kill_session(KillParams p, Reply done);
   [[nodiscard]] base::Result<Response> read_output(const ReadParams& p);
+  // The daemon keeps a journal under `root`: read_output falls back to it, and the ids of the
+  // agent sessions it holds are never issued again (so an id names one session across restarts).
+  void use_journal(std::string root);
   ListResult list_sessions(const ListParams& p);
   // Ends the call's wait without replying; the process keeps running and nothing is consumed.
   void cancel(CallId id);
@@ -187,6 +190,7 @@ class AgentService {
   std::vector<std::string> base_env_;
   std::string default_cwd_;
   SessionRegistry registry_;  // agent sessions by id, their lifecycle and tombstones
+  std::string journal_root_;  // use_journal; "" without one
   CallQueue calls_;           // the running calls, FIFO per session
   loop::Timer shutdown_timer_;
   std::function<void()> shutdown_done_;

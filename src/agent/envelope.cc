@@ -53,6 +53,37 @@ void trim_collected(Collected& c, std::uint64_t to) {
   c.end = to;
 }
 
+Collected from_offset(const Collected& all, std::uint64_t from) {
+  Collected c;
+  if (from >= all.end) {
+    c.start = c.end = all.end;
+    return c;
+  }
+  c.end = all.end;
+  c.start = from;
+  if (from < all.start) {  // all.start > 0 only when nothing before it is retained: no other gap
+    c.raw = all.raw;
+    c.gap_at = 0;
+    c.gap = all.start - from;
+    return c;
+  }
+  const std::uint64_t skip = from - all.start;  // absolute bytes dropped from the front
+  const std::uint64_t gap_from = all.start + all.gap_at, gap_to = gap_from + all.gap;
+  if (all.gap == 0 || from < gap_from) {
+    c.raw = all.raw.substr(static_cast<std::size_t>(skip));
+    if (all.gap > 0) {
+      c.gap_at = all.gap_at - static_cast<std::size_t>(skip);
+      c.gap = all.gap;
+    }
+  } else if (from < gap_to) {
+    c.raw = all.raw.substr(all.gap_at);
+    c.gap = gap_to - from;
+  } else {
+    c.raw = all.raw.substr(all.gap_at + static_cast<std::size_t>(from - gap_to));
+  }
+  return c;
+}
+
 using session::cut_back;
 using session::cut_forward;
 using session::lossy_decode;

@@ -38,6 +38,11 @@ Collected collect(const session::OutputRing& ring, std::uint64_t from, bool hold
 // that ends before the gap reports none and one that ends inside it reports what it covers.
 void trim_collected(Collected& c, std::uint64_t to);
 
+// `all` (what collect() gave from the first retained byte) from the absolute offset `from` on,
+// as collect(ring, from) answers: a start inside the evicted span keeps the rest of the span as
+// the gap, a start before the first retained byte makes a gap of what it skips.
+Collected from_offset(const Collected& all, std::uint64_t from);
+
 struct Omitted {
   std::uint64_t offset = 0;
   std::uint64_t length = 0;

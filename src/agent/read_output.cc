@@ -12,6 +12,8 @@
 #include "agent/response_builder.h"
 #include "agent/time_text.h"
 #include "agent/tool_args.h"
+#include "journal/journal_format.h"
+#include "pty/exit_status.h"
 #include "session/utf8_cut.h"
 
 namespace uexec::agent {
@@ -19,35 +21,72 @@ namespace uexec::agent {
 using base::Result;
 using session::Offset;
 
-Result<Response> read_output(SessionRegistry& registry, const ReadParams& p, const base::AgentConfig& cfg) {
-  auto target = registry.find_target(p.session_id, p.name, "read_output", true);
-  if (!target) return std::move(target).error();
-  AgentSession* a = *target;
-  const auto& ring = a->session->output();
-  auto t0 = Clock::now();
-  std::size_t budget = output_budget(p.max_output_tokens, cfg);
+namespace {
+
+// What read_output reads: everything retained of one session's output from its first retained
+// byte, with the one span it lost (a live ring's evicted middle, a journal's cut).
+struct Retained {
+  Collected all;
+  Offset total = 0;              // everything the process wrote; may be past all.end (a journal)
+  std::uint64_t newlines = 0;    // in all of it, the lost span included (tail line numbers)
+};
+
+Retained retained_of(const session::OutputRing& ring) {
   Offset first = ring.head_end() < ring.tail_start() && ring.head_end() == 0 ? ring.tail_start() : 0;
-  Response r;
-  r.session = a->id;
-  r.name = a->name();
-  std::string body;
-  Offset range_from = 0, range_to = 0;
-  if (p.view == View::kScreen) {
-    if (p.grep || p.offset || p.length || p.tail_lines)
-      return tool_error("read_output failed: view \"screen\" shows the current screen; it cannot be combined with "
-                        "grep, offset, length or tail_lines");
-    auto sc = screen_view(*a->session, budget);
-    if (!sc) return tool_error("read_output failed: " + sc.error().context);
-    body = std::move(sc->first);
-    r.screen = sc->second;
-    range_from = range_to = ring.total();
-  } else if (p.grep) {
+  return {collect(ring, first, false), ring.total(), ring.newlines()};
+}
+
+// A journal's chunks as one Collected: the head run, the single lost span, the last run. With
+// more than one loss (a head cut and a queue gap), the runs between are counted into the span,
+// never shown as continuous output.
+Retained retained_of(const journal::Contents& j) {
+  Retained r;
+  struct Run {
+    Offset from;
+    std::string bytes;
+  };
+  std::vector<Run> runs;
+  for (const auto& ch : j.chunks) {
+    if (runs.empty() || ch.missing_before > 0 || ch.offset != runs.back().from + runs.back().bytes.size()) {
+      if (ch.offset < (runs.empty() ? 0 : runs.back().from + runs.back().bytes.size())) continue;  // overlap
+      if (runs.empty() && ch.offset > 0) runs.push_back({0, {}});  // the first bytes are gone
+      runs.push_back({ch.offset, ch.bytes});
+    } else {
+      runs.back().bytes += ch.bytes;
+    }
+  }
+  Collected& c = r.all;
+  if (!runs.empty()) {
+    c.raw = std::move(runs.front().bytes);
+    c.end = runs.front().from + c.raw.size();
+    if (runs.size() > 1) {
+      c.gap_at = c.raw.size();
+      c.gap = runs.back().from - c.end;
+      c.raw += runs.back().bytes;
+      c.end = runs.back().from + runs.back().bytes.size();
+    }
+  }
+  const nlohmann::json end = j.meta.value("end", nlohmann::json());
+  r.total = std::max<Offset>(c.end, end.is_object() ? end.value("totalBytes", Offset{0}) : 0);
+  std::uint64_t counted = 0;
+  for (char ch : c.raw) counted += ch == '\n';
+  // Line numbers after a lost span need the process's own count (written at its end).
+  r.newlines = c.gap > 0 && end.is_object() && end.contains("newlines") && end["newlines"].is_number_unsigned()
+                   ? end["newlines"].get<std::uint64_t>()
+                   : counted;
+  return r;
+}
+
+// The body of a grep, a tail_lines or a byte-range read of `src` into `r`; the range it covers.
+Result<std::pair<Offset, Offset>> render_read(const Retained& src, const ReadParams& p, std::size_t budget, long id,
+                                              const base::AgentConfig& cfg, Response& r, std::string& body) {
+  if (p.grep) {
     auto compiled = compile_client_regex(*p.grep, p.ignore_case);
     if (!compiled)
       return tool_error(fmt::format("read_output failed: invalid grep pattern: {}", compiled.error().context));
     const std::regex& re = **compiled;
     // Walk retained lines with absolute numbers; show hits with context.
-    Collected col = collect(ring, first, false);
+    const Collected& col = src.all;
     std::uint64_t tail_lines = 0;
     std::string tail_raw = col.raw.substr(col.gap > 0 ? col.gap_at : col.raw.size());
     for (char ch : tail_raw) tail_lines += ch == '\n';
@@ -71,7 +110,7 @@ Result<Response> read_output(SessionRegistry& registry, const ReadParams& p, con
     if (col.gap > 0) {
       split(raw.substr(0, col.gap_at), col.start, 1);
       // The tail's first line number: total newlines minus those in the tail, plus one.
-      std::uint64_t tail_first = ring.newlines() - tail_lines + 1;
+      std::uint64_t tail_first = src.newlines >= tail_lines ? src.newlines - tail_lines + 1 : 1;
       split(raw.substr(col.gap_at), col.start + col.gap_at + col.gap, tail_first);
     } else {
       split(raw, col.start, 1);
@@ -92,37 +131,123 @@ Result<Response> read_output(SessionRegistry& registry, const ReadParams& p, con
     if (col.gap > 0) body += fmt::format("[bytes {}-{} dropped from retention]\n", col.start + col.gap_at,
                                         col.start + col.gap_at + col.gap);
     if (hits == 0) body += "(no match)\n";
-    range_from = col.start;
-    range_to = col.end;
-  } else {
-    Offset from = p.offset.value_or(first);
-    Offset to;
-    if (p.tail_lines) {
-      // The last N lines of the retained tail.
-      Collected all = collect(ring, first, false);
-      std::string_view raw(all.raw);
-      long n = std::max(1L, *p.tail_lines);
-      std::size_t pos = raw.size();
-      if (pos > 0 && raw[pos - 1] == '\n') --pos;
-      for (long k = 0; k < n && pos > 0; ++k) {
-        auto nl = raw.rfind('\n', pos - 1);
-        pos = nl == std::string_view::npos ? 0 : nl + 1;
-        if (nl == std::string_view::npos) break;
-        if (k + 1 < n) pos = nl;
-      }
-      from = all.start + pos + (all.gap > 0 && pos >= all.gap_at ? all.gap : 0);
-      to = ring.total();
-    } else {
-      to = p.length ? std::min<Offset>(ring.total(), from + *p.length) : ring.total();
+    return std::pair{col.start, col.end};
+  }
+  Offset from = p.offset.value_or(src.all.start);
+  Offset to;
+  if (p.tail_lines) {
+    // The last N lines of the retained tail.
+    const Collected& all = src.all;
+    std::string_view raw(all.raw);
+    long n = std::max(1L, *p.tail_lines);
+    std::size_t pos = raw.size();
+    if (pos > 0 && raw[pos - 1] == '\n') --pos;
+    for (long k = 0; k < n && pos > 0; ++k) {
+      auto nl = raw.rfind('\n', pos - 1);
+      pos = nl == std::string_view::npos ? 0 : nl + 1;
+      if (nl == std::string_view::npos) break;
+      if (k + 1 < n) pos = nl;
     }
-    Collected col = collect(ring, from, false);
-    trim_collected(col, to);
-    Body b = render_body(col, budget, a->id, cfg.envelope_extensions, cfg.bytes_per_token);
-    body = std::move(b.text);
-    r.omitted = b.omitted;
-    r.original_token_count = b.original_tokens;
-    range_from = col.start;
-    range_to = col.end;
+    from = all.start + pos + (all.gap > 0 && pos >= all.gap_at ? all.gap : 0);
+    to = src.total;
+  } else {
+    to = p.length ? std::min<Offset>(src.total, from + *p.length) : src.total;
+  }
+  Collected col = from_offset(src.all, from);
+  trim_collected(col, to);
+  Body b = render_body(col, budget, id, cfg.envelope_extensions, cfg.bytes_per_token);
+  body = std::move(b.text);
+  r.omitted = b.omitted;
+  r.original_token_count = b.original_tokens;
+  return std::pair{col.start, col.end};
+}
+
+// read_output of a session no record holds, from the newest journal of its id.
+std::optional<Result<Response>> read_from_journal(long id, const ReadParams& p, const base::AgentConfig& cfg,
+                                                  const std::string& journal_root) {
+  if (journal_root.empty()) return std::nullopt;
+  auto listed = journal::find_agent_journal(journal_root, id);
+  if (!listed) return std::nullopt;
+  auto contents = journal::read_journal(listed->dir);
+  if (!contents) return std::nullopt;
+  if (p.view == View::kScreen)
+    return tool_error(fmt::format("read_output failed: session {} ran under an earlier daemon; its screen went with "
+                                  "it, but its output is in the journal: read it without view \"screen\"",
+                                  id));
+  auto t0 = Clock::now();
+  const Retained src = retained_of(*contents);
+  Response r;
+  std::string body;
+  auto range = render_read(src, p, output_budget(p.max_output_tokens, cfg), id, cfg, r, body);
+  if (!range) return std::move(range).error();
+  const auto [range_from, range_to] = *range;
+  const nlohmann::json& meta = contents->meta;
+  const nlohmann::json end = meta.value("end", nlohmann::json());
+  r.chunk_id = new_chunk_id();
+  r.wall_time_seconds = seconds(Clock::now() - t0);
+  r.output = body;
+  r.range_offset = range_from;
+  r.range_length = range_to - range_from;
+  r.session = id;
+  if (meta.contains("name") && meta["name"].is_string()) r.name = meta["name"].get<std::string>();
+  r.output_closed = true;
+  r.journal = listed->dir;
+  Envelope env;
+  env.chunk_id = r.chunk_id;
+  env.wall_time_seconds = r.wall_time_seconds;
+  env.session_id = id;
+  if (end.is_object() && end.contains("signal") && end["signal"].is_number_integer()) {
+    const int sig = end["signal"].get<int>();
+    r.exit_code = 128 + sig;
+    r.signal = pty::signal_name(sig);
+    r.state = "exited";
+  } else if (end.is_object() && end.contains("exitCode") && end["exitCode"].is_number_integer()) {
+    r.exit_code = end["exitCode"].get<int>();
+    r.state = "exited";
+  } else {
+    r.state = "unknown";  // its daemon stopped first: it may have gone on running, unwatched
+  }
+  env.exit_code = r.exit_code;
+  env.extra.push_back(fmt::format("Range: bytes {}-{} of {}", range_from, range_to, src.total));
+  env.extra.push_back(fmt::format("From the journal (an earlier daemon ran it): {}", journal::ending_text(meta)));
+  env.original_tokens = r.original_token_count;
+  env.body = body;
+  r.text = render_envelope(env);
+  return r;
+}
+
+}  // namespace
+
+Result<Response> read_output(SessionRegistry& registry, const ReadParams& p, const base::AgentConfig& cfg,
+                             const std::string& journal_root) {
+  auto target = registry.find_target(p.session_id, p.name, "read_output", true);
+  if (!target) {
+    if (p.session_id && !registry.find(*p.session_id))
+      if (auto from_journal = read_from_journal(*p.session_id, p, cfg, journal_root)) return std::move(*from_journal);
+    return std::move(target).error();
+  }
+  AgentSession* a = *target;
+  const auto& ring = a->session->output();
+  auto t0 = Clock::now();
+  std::size_t budget = output_budget(p.max_output_tokens, cfg);
+  Response r;
+  r.session = a->id;
+  r.name = a->name();
+  std::string body;
+  Offset range_from = 0, range_to = 0;
+  if (p.view == View::kScreen) {
+    if (p.grep || p.offset || p.length || p.tail_lines)
+      return tool_error("read_output failed: view \"screen\" shows the current screen; it cannot be combined with "
+                        "grep, offset, length or tail_lines");
+    auto sc = screen_view(*a->session, budget);
+    if (!sc) return tool_error("read_output failed: " + sc.error().context);
+    body = std::move(sc->first);
+    r.screen = sc->second;
+    range_from = range_to = ring.total();
+  } else {
+    auto range = render_read(retained_of(ring), p, budget, a->id, cfg, r, body);
+    if (!range) return std::move(range).error();
+    std::tie(range_from, range_to) = *range;
   }
   r.chunk_id = new_chunk_id();
   r.wall_time_seconds = seconds(Clock::now() - t0);

@@ -4,7 +4,9 @@
 // Three shapes: a byte range (default: from the first retained byte, within the token
 // budget), the last N lines, or grep hits as `L<line>@<offset>: <text>` with context, line
 // numbers counted across the evicted middle; or, for a tty, the current screen. A query: it
-// reads the registry and the Session, and changes neither. Loop thread only.
+// reads the registry and the Session, and changes neither. A session no record holds any more
+// is read from the daemon's journal when there is one (journal/journal_format.h), in the same
+// three shapes. Loop thread only.
 #pragma once
 
 #include <cstdint>
@@ -31,8 +33,10 @@ struct ReadParams {
   View view = View::kRaw;
 };
 
-// The output `p` asks for, as an envelope; errors are worded "read_output failed: …".
+// The output `p` asks for, as an envelope; errors are worded "read_output failed: …". An id no
+// record holds (an earlier daemon's session, or one pruned here) is read from the newest
+// journal under `journal_root` that has it ("" for none): its output and how it ended.
 [[nodiscard]] base::Result<Response> read_output(SessionRegistry& registry, const ReadParams& p,
-                                                 const base::AgentConfig& cfg);
+                                                 const base::AgentConfig& cfg, const std::string& journal_root);
 
 }  // namespace uexec::agent

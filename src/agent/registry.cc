@@ -82,7 +82,7 @@ bool SessionRegistry::issued(long id) const {
 }
 
 long SessionRegistry::allocate_id() {
-  auto usable = [&](long id) { return !records_.count(id) && !tombstones_.contains(key(id)); };
+  auto usable = [&](long id) { return !records_.count(id) && !tombstones_.contains(key(id)) && !journaled(id); };
   if (cfg_.deterministic_ids) {
     while (!usable(next_deterministic_id_) && next_deterministic_id_ < kIdMax) ++next_deterministic_id_;
     long id = next_deterministic_id_++;
@@ -100,6 +100,16 @@ long SessionRegistry::allocate_id() {
 }
 
 void SessionRegistry::release_id(long id) { issued_[static_cast<std::size_t>(id)] = false; }
+
+void SessionRegistry::reserve_journaled(const std::vector<long>& ids) {
+  if (journaled_.empty()) journaled_.assign(static_cast<std::size_t>(kIdMax), false);
+  for (long id : ids)
+    if (id >= kIdMin && id < kIdMax) journaled_[static_cast<std::size_t>(id)] = true;
+}
+
+bool SessionRegistry::journaled(long id) const {
+  return id >= kIdMin && id < kIdMax && !journaled_.empty() && journaled_[static_cast<std::size_t>(id)];
+}
 
 // ---- records -----------------------------------------------------------------------------------
 
@@ -241,6 +251,9 @@ std::string SessionRegistry::unknown_id_text(long id) const {
     return ended_text(id, t->ending, note_or_none(t->notes[kKilledBy]), note_or_none(t->notes[kDenial]),
                       t->notes[kLastOutput]);
   if (issued(id)) return fmt::format("Unknown process id {} (the session ended earlier and its record is no longer kept)", id);
+  if (journaled(id))
+    return fmt::format("Unknown process id {} (an earlier daemon ran it; read_output shows its output while the journal keeps it)",
+                       id);
   return fmt::format("Unknown process id {} (no session with this id was started by this manager)", id);
 }
 

@@ -9,8 +9,9 @@
 //   no call is queued on it ──► tombstone (tombstones_max), the Session removed
 //
 // Ids are random in [1000, 100000), or 1000, 1001, … with AgentConfig::deterministic_ids, and
-// never reissued while a record or a tombstone holds them; an issued set (one bit per id)
-// tells "never started" from "forgotten". Names are the Session's (Session::name), unique
+// never reissued while a record or a tombstone holds them, nor when an earlier daemon's session
+// in the journal has them (reserve_journaled); an issued set (one bit per id) tells "never
+// started" from "forgotten". Names are the Session's (Session::name), unique
 // among the live records. The registry knows no calls: it asks `has_calls` before sweeping a
 // record and tells `on_counted` and `before_forget`, and the service wires those to its call
 // queue. Loop thread only.
@@ -47,6 +48,10 @@ class SessionRegistry {
   // A fresh id, marked issued; release_id gives it back when the spawn failed.
   long allocate_id();
   void release_id(long id);
+  // Ids an earlier daemon gave sessions whose output the journal keeps: never issued here, so
+  // a read_output of one reaches the journal, not a new session (out-of-range ids ignored).
+  void reserve_journaled(const std::vector<long>& ids);
+  bool journaled(long id) const;
 
   // Records the session `session` (already started by the manager under `id`), and starts
   // its grace.
@@ -98,6 +103,7 @@ class SessionRegistry {
   std::map<long, std::unique_ptr<AgentSession>> records_;
   session::Tombstones tombstones_;
   std::vector<bool> issued_;
+  std::vector<bool> journaled_;  // reserve_journaled: empty until the first reservation
   long next_deterministic_id_ = 1000;
   loop::Timer sweep_;
 };

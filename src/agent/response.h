@@ -62,6 +62,7 @@ struct Response {
   std::vector<std::string> warnings;
   std::optional<policy::SandboxDenied> sandbox_denied;
   std::optional<ScreenInfo> screen;  // set for View::kScreen
+  std::optional<std::string> journal;  // read_output from the journal: that journal's directory
   // Descendants that outlived the leader: still running (killed when the session closes) or,
   // once it closed, killed then.
   std::vector<session::LingeringProcess> lingering;

@@ -47,6 +47,7 @@ std::unique_ptr<Host> Host::create(const HostOptions& options) {
   if (writer) {
     host->journal_ = std::make_unique<journal::SessionJournal>(host->loop_, std::move(writer));
     host->pm_->set_recorder(host->journal_.get());
+    host->exec_->use_journal(host->journal_->writer().root());
   }
   return host;
 }

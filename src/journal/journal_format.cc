@@ -172,6 +172,18 @@ std::vector<Listed> list_journals(const std::string& root) {
   return out;
 }
 
+std::optional<long> agent_session_id(const json& meta) {
+  auto it = meta.find("agentSessionId");
+  if (it == meta.end() || !it->is_number_integer()) return std::nullopt;
+  return it->get<long>();
+}
+
+std::optional<Listed> find_agent_journal(const std::string& root, long id) {
+  for (auto& l : list_journals(root))
+    if (agent_session_id(l.meta) == id) return std::move(l);
+  return std::nullopt;
+}
+
 std::optional<Listed> find_journal(const std::string& root, const std::string& id) {
   std::string sess_part, proc_part = id;
   if (auto slash = id.find('/'); slash != std::string::npos) {
@@ -181,8 +193,8 @@ std::optional<Listed> find_journal(const std::string& root, const std::string& i
   std::optional<Listed> named;
   for (auto& l : list_journals(root)) {
     const std::string pid = l.meta.value("processId", ""), sid = l.meta.value("sessionId", "");
-    const bool agent_hit = l.meta.contains("agentSessionId") && l.meta["agentSessionId"].is_number_integer() &&
-                           sess_part.empty() && std::to_string(l.meta["agentSessionId"].get<long long>()) == id;
+    const auto agent_id = agent_session_id(l.meta);
+    const bool agent_hit = agent_id && sess_part.empty() && std::to_string(*agent_id) == id;
     if ((pid == proc_part && (sess_part.empty() || sid.rfind(sess_part, 0) == 0)) || agent_hit) return l;
     if (!named && sess_part.empty() && l.meta.value("name", "") == id && !id.empty()) named = std::move(l);
   }

@@ -96,6 +96,11 @@ struct Listed {
 };
 std::vector<Listed> list_journals(const std::string& root);
 
+// The agent session id meta.json names (agentSessionId), or nullopt.
+std::optional<long> agent_session_id(const nlohmann::json& meta);
+// The newest journal of the agent tool's session `id`, or nullopt.
+std::optional<Listed> find_agent_journal(const std::string& root, long id);
+
 // The newest journal that `id` names: "SESSION/PROCESS" (a prefix of the session id will do),
 // a processId, an agent session id, or a name. nullopt when none does.
 std::optional<Listed> find_journal(const std::string& root, const std::string& id);

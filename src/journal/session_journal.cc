@@ -99,7 +99,7 @@ std::string SessionJournal::meta_of(const session::Session& s, const char* end_r
   m["sandbox"] = s.sandbox_kind();
   m["daemon"] = {{"pid", ::getpid()}, {"startTime", own_start_time_}};
   if (end_reason) {
-    json end = {{"reason", end_reason}, {"totalBytes", s.output().total()}};
+    json end = {{"reason", end_reason}, {"totalBytes", s.output().total()}, {"newlines", s.output().newlines()}};
     if (const auto& v = s.verdict()) {
       if (v->status.signal != 0) end["signal"] = v->status.signal;
       else end["exitCode"] = v->status.code;

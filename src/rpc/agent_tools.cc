@@ -181,6 +181,7 @@ json AgentTools::tool_result(const agent::Response& r, bool structured) {
   if (r.signal) s["signal"] = *r.signal;
   if (r.killed_by) s["killed_by"] = *r.killed_by;
   if (r.core_dumped) s["core_dumped"] = true;
+  if (r.journal) s["journal"] = *r.journal;
   if (!r.lingering.empty()) s["lingering"] = lingering(r.lingering);
   if (r.fired) s["fired"] = *r.fired;
   if (r.match_text) s["match"] = {{"offset", r.match_offset.value_or(0)}, {"text", *r.match_text}};

@@ -10,7 +10,10 @@ read back by `uexec logs` after everything was killed.
   - the flood keeps its first and last parts within journal_size and says how much it cut;
     journal_max bounds them all: the oldest finished journals go;
   - `uexec logs --asciicast` reads a terminal session from the journal;
-  - no sandbox of any backend can read the journal (network on and off), daemon or not.
+  - no sandbox of any backend can read the journal (network on and off), daemon or not;
+  - an agent's sessions (`uexec mcp --connect`): after the daemon was killed, read_output of
+    their ids under a new daemon answers from the journal (output, exit code, tail, grep with
+    the process's own line numbers past the cut), and the new daemon never issues those ids.
 
     python3 tests/e2e/journal_test.py build/src/uexec
 """
@@ -25,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
-from e2e_util import Checks  # noqa: E402
+from e2e_util import Checks, McpClient  # noqa: E402
 
 uexec = os.path.abspath(sys.argv[1])
 check = Checks()
@@ -182,6 +185,79 @@ for with_daemon in (True, False):
             check(f"{backend}, network {network}, {'a daemon runs' if with_daemon else 'no daemon'}: "
                   "the journal is hidden", not leaked and r.returncode not in (125,), (r.returncode, r.stdout[:200],
                                                                                        r.stderr[:300]))
+
+# ---- read_output (MCP) from the journal: an agent's sessions after its daemon was killed ----
+def mcp_connect():
+    return McpClient([uexec, "mcp", "--connect", sock, "--structured-content"], env=env)
+
+
+def sc(res):
+    return res.get("structuredContent", {})
+
+
+daemon = serve()
+mcp = mcp_connect()
+res, text = mcp.tool("exec_command", {"cmd": "seq 1 3000; echo agent-done; exit 4", "login": False,
+                                      "yield_time_ms": 10000})
+done_id = sc(res).get("session")
+check("agent: a finished command", sc(res).get("exit_code") == 4 and isinstance(done_id, int), text)
+res, text = mcp.tool("exec_command", {"cmd": "seq 1 300000; exit 0", "login": False, "yield_time_ms": 20000})
+big_id = sc(res).get("session")
+res, text = mcp.tool("exec_command", {"cmd": "echo started-long; exec sleep 1000", "login": False,
+                                      "yield_time_ms": 500})
+long_id = sc(res).get("session_id")
+check("agent: a command still running", isinstance(long_id, int), text)
+old_ids = {done_id, big_id, long_id}
+time.sleep(0.5)  # the writer writes
+long_pid = next((m["pid"] for _, m in metas() if m.get("agentSessionId") == long_id), None)
+mcp.close()
+daemon.send_signal(signal.SIGKILL)
+daemon.wait()
+if long_pid:
+    try:
+        os.kill(long_pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+os.unlink(sock) if os.path.exists(sock) else None
+
+daemon = serve()
+mcp = mcp_connect()
+res, text = mcp.tool("read_output", {"session_id": done_id})
+check("read_output of an earlier daemon's session: its output, from the journal",
+      not res.get("isError") and "agent-done" in sc(res).get("output", "") and sc(res).get("journal", "").startswith(root),
+      text[:400])
+check("... its exit code and state", sc(res).get("exit_code") == 4 and sc(res).get("state") == "exited", sc(res))
+check("... and the envelope says where it came from", "From the journal" in text and "exited with code 4" in text, text[-300:])
+res, text = mcp.tool("read_output", {"session_id": done_id, "tail_lines": 2})
+check("read_output tail_lines from the journal", sc(res).get("output", "") == "3000\nagent-done\n", sc(res).get("output"))
+res, text = mcp.tool("read_output", {"session_id": done_id, "offset": 4, "length": 6})
+check("read_output byte range from the journal", sc(res).get("output", "") == "3\n4\n5\n", sc(res).get("output"))
+line = 299999
+offset = sum(len(f"{i}\n") for i in range(1, line))
+res, text = mcp.tool("read_output", {"session_id": big_id, "grep": f"^{line}$"})
+check("grep past the journal's cut numbers lines as the process wrote them",
+      f"L{line}@{offset}: {line}" in sc(res).get("output", "") and "dropped from retention" in sc(res).get("output", ""),
+      sc(res).get("output", "")[:400])
+res, text = mcp.tool("read_output", {"session_id": long_id})
+check("a session whose daemon died first: its output, state unknown, and why",
+      "started-long" in sc(res).get("output", "") and sc(res).get("state") == "unknown" and
+      "its end was not recorded" in text, text[-400:])
+res, text = mcp.tool("read_output", {"session_id": long_id, "view": "screen"})
+check("view screen of a journaled session is refused, pointing at the output", res.get("isError") and "journal" in text, text)
+res, text = mcp.tool("write_stdin", {"session_id": long_id, "chars": "x"})
+check("write_stdin to it says an earlier daemon ran it", res.get("isError") and "earlier daemon" in text, text)
+new_ids = set()
+for i in range(30):
+    res, text = mcp.tool("exec_command", {"cmd": "true", "login": False, "yield_time_ms": 5000})
+    new_ids.add(sc(res).get("session"))
+check("the new daemon never issues the journaled ids", not (new_ids & old_ids) and None not in new_ids,
+      (sorted(old_ids), sorted(x for x in new_ids if x is not None)[:5]))
+res, text = mcp.tool("read_output", {"session_id": 99999 if 99999 not in old_ids | new_ids else 99998})
+check("an id no daemon issued is still unknown", res.get("isError") and "Unknown process id" in text, text)
+mcp.close()
+daemon.send_signal(signal.SIGTERM)
+daemon.wait(timeout=30)
+os.unlink(sock) if os.path.exists(sock) else None
 
 # ---- journal_max: the oldest finished journals go ------------------------------------------
 daemon = serve()

@@ -175,6 +175,35 @@ TEST_CASE("a read_output range cut from collected output keeps only the evicted 
   CHECK(c.end == 1108);
 }
 
+TEST_CASE("from_offset over everything collected answers as collect() from that offset") {
+  // read_output collects a ring (or a journal) once and slices it; every start, in the head, in
+  // the evicted span, in the tail, before the first retained byte and past the end, must give
+  // what collect(ring, from) gives.
+  for (std::size_t capacity : {64u, 1u, 4096u}) {
+    session::OutputRing ring(capacity);
+    std::uint64_t seq = 1;
+    std::string text;
+    for (int i = 0; i < 60; ++i) text += std::to_string(i) + "\n";
+    for (std::size_t at = 0; at < text.size(); at += 7) {
+      std::string piece = text.substr(at, 7);
+      ring.append(seq++, session::Stream::kPty, std::as_bytes(std::span<const char>(piece.data(), piece.size())));
+    }
+    const std::uint64_t first = ring.head_end() < ring.tail_start() && ring.head_end() == 0 ? ring.tail_start() : 0;
+    const Collected all = collect(ring, first, false);
+    for (std::uint64_t from = 0; from <= ring.total() + 3; ++from) {
+      CAPTURE(capacity);
+      CAPTURE(from);
+      const Collected want = collect(ring, from, false);
+      const Collected got = from_offset(all, from);
+      CHECK(got.start == want.start);
+      CHECK(got.end == want.end);
+      CHECK(got.raw == want.raw);
+      CHECK(got.gap == want.gap);
+      if (want.gap > 0) CHECK(got.gap_at == want.gap_at);
+    }
+  }
+}
+
 TEST_CASE("the envelope: chunk id, wall time with 4 decimals, status, token count") {
   Envelope e;
   e.chunk_id = new_chunk_id();
