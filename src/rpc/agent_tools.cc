@@ -479,7 +479,8 @@ json AgentTools::tools_list(const std::string& version, bool structured, long de
       json::array(), "destructiveHint"));
   tools.push_back(tool(
       "read_output", "Read retained output",
-      "Reads a session's retained output by byte range, last lines or grep, without consuming it; also after exit. A "
+      "Reads a session's retained output by byte range, last lines or grep, without consuming it; also after exit, and "
+      "after a daemon restart when the daemon keeps a journal. A "
       "truncation marker names the range to fetch here.",
       {{"session_id", prop("number", "The session to read.")},
        {"name", prop("string", "A named session, instead of session_id (give one of the two).")},
