@@ -11,21 +11,16 @@
 #include <nlohmann/json.hpp>
 
 #include "rpc/fs_ops.h"
+#include "helpers/temp_dir.h"
 
 using nlohmann::json;
 using uexec::rpc::perform_fs_op;
 
 namespace {
 
-struct Tree {
-  std::string root;
-  Tree() {
-    char tmpl[] = "/var/tmp/uexec-fs-ops-XXXXXX";
-    root = ::mkdtemp(tmpl);
-  }
-  ~Tree() { perform_fs_op({{"method", "fs/remove"}, {"path", root}}); }
-  std::string operator/(const std::string& rel) const { return root + "/" + rel; }
-  void write(const std::string& rel, const std::string& text) const { std::ofstream(*this / rel) << text; }
+struct Tree : uexec::test::TempDir {
+  Tree() : TempDir("uexec-fs-ops", "/var/tmp") {}
+  const std::string& root = path;
 };
 
 int code_of(const json& outcome) { return outcome.contains("error") ? outcome["error"]["code"].get<int>() : 0; }

@@ -15,19 +15,16 @@
 #include "journal/journal_format.h"
 #include "journal/journal_writer.h"
 #include "policy/control_registry.h"
+#include "helpers/temp_dir.h"
 
 using namespace uexec::journal;
 
 namespace {
 
+// A journal root that does not exist yet (the writer creates it), in a fresh directory.
 struct TempRoot {
-  std::string path;
-  TempRoot() {
-    char tmpl[] = "/tmp/uexec-journal-test-XXXXXX";
-    path = ::mkdtemp(tmpl);
-    path += "/journal";
-  }
-  ~TempRoot() { std::filesystem::remove_all(std::filesystem::path(path).parent_path()); }
+  uexec::test::TempDir parent{"uexec-journal-test"};
+  std::string path = parent / "journal";
 };
 
 std::string meta(const std::string& process, const std::string& extra = "") {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "web/listener_auth.h"
+#include "helpers/temp_dir.h"
 
 using namespace uexec;
 
@@ -75,15 +76,10 @@ TEST_CASE("subprotocols: what libwebsockets would drop without an answer gets a 
 namespace {
 
 struct TokenDir {
-  std::string dir;
-  TokenDir() {
-    char tmpl[] = "/tmp/uexec-token-XXXXXX";
-    dir = ::mkdtemp(tmpl);
-  }
-  ~TokenDir() { std::system(("rm -rf " + dir).c_str()); }
+  uexec::test::TempDir tmp{"uexec-token"};
+  const std::string& dir = tmp.path;
   std::string write(const std::string& name, const std::string& content, mode_t mode) {
-    std::string p = dir + "/" + name;
-    std::ofstream(p) << content;
+    std::string p = tmp.write(name, content);
     ::chmod(p.c_str(), mode);
     return p;
   }
