@@ -483,9 +483,8 @@ bool read_retained(rpc::Client& c, const Target& t, bool timestamps, json* chunk
 }
 
 // `uexec logs` of a process the daemon does not have (it went, the daemon restarted, none
-// runs): its journal (journal/journal_format.h), when one names `id`. nullopt: none does.
-std::optional<int> logs_from_journal(const std::string& id, bool asciicast) {
-  const std::string root = journal::default_root();
+// runs): its journal under `root` (journal/journal_format.h), when one names `id`. nullopt: none does.
+std::optional<int> logs_from_journal(const std::string& root, const std::string& id, bool asciicast) {
   auto found = root.empty() ? std::nullopt : journal::find_journal(root, id);
   if (!found) return std::nullopt;
   auto got = journal::read_journal(found->dir);
@@ -542,9 +541,10 @@ int cmd_logs(const std::vector<std::string>& args) {
   std::optional<Target> t;
   if (c) t = resolve(*c, pos[0], &why);
   if (!t) {
-    if (auto from_journal = logs_from_journal(pos[0], asciicast)) return *from_journal;
+    const std::string root = journal::default_root();
+    if (auto from_journal = logs_from_journal(root, pos[0], asciicast)) return *from_journal;
     std::fputs(why.c_str(), stderr);
-    if (const std::string root = journal::default_root(); !c && !root.empty() && ::access(root.c_str(), F_OK) == 0)
+    if (!c && !root.empty() && ::access(root.c_str(), F_OK) == 0)
       std::fprintf(stderr, "uexec logs: and the journal (%s) has no process %s\n", root.c_str(), pos[0].c_str());
     return c ? 1 : code;
   }

@@ -200,9 +200,13 @@ void JournalWriter::run() {
 void JournalWriter::perform_batch(std::deque<Op>& batch) {
   for (std::size_t i = 0; i < batch.size();) {
     Op& op = batch[i];
-    auto it = op.kind == OpKind::kAppend ? open_.find(op.id) : open_.end();
-    if (it == open_.end() || it->second.broken) {
-      perform(op);
+    if (op.kind != OpKind::kAppend) {
+      perform_control(op);
+      ++i;
+      continue;
+    }
+    auto it = open_.find(op.id);
+    if (it == open_.end() || it->second.broken) {  // never begun, or its files failed: dropped
       ++i;
       continue;
     }
@@ -236,7 +240,7 @@ void JournalWriter::perform_batch(std::deque<Op>& batch) {
   }
 }
 
-void JournalWriter::perform(Op& op) {
+void JournalWriter::perform_control(Op& op) {
   if (op.kind == OpKind::kBegin) {
     const std::size_t nl = op.data.find('\n');
     do_begin(op.id, op.data.substr(0, nl), op.data.substr(nl + 1));
@@ -247,8 +251,6 @@ void JournalWriter::perform(Op& op) {
   if (it == open_.end()) return;
   Open& j = it->second;
   switch (op.kind) {
-    case OpKind::kAppend:  // perform_batch() writes output
-      break;
     case OpKind::kMeta:
       if (!j.broken) write_meta(j, op.data);
       break;
@@ -259,6 +261,7 @@ void JournalWriter::perform(Op& op) {
       prune();
       break;
     case OpKind::kBegin:
+    case OpKind::kAppend:  // handled above and in perform_batch()
       break;
   }
 }

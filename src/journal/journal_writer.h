@@ -103,7 +103,7 @@ class JournalWriter {
   void push(Op op, std::size_t output_bytes);
   void run();
   void perform_batch(std::deque<Op>& batch);
-  void perform(Op& op);
+  void perform_control(Op& op);  // begin, meta, end (output is perform_batch's)
   void scan();
   void do_begin(Id id, const std::string& key, const std::string& meta);
   // Starts the next segment when `record_bytes` more would not fit this one; false when the
