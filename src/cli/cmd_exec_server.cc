@@ -120,6 +120,7 @@ int cmd_exec_server(const std::vector<std::string>& args) {
 #endif
   HostOptions ho;
   ho.who = "uexec exec-server";
+  ho.sessions_end_with_host = true;
   ho.sandbox = &sandbox;
   ho.config = &*config;
   if (grace_ms > 0) ho.terminate_grace = std::chrono::milliseconds{grace_ms};

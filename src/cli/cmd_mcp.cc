@@ -170,6 +170,7 @@ int cmd_mcp(const std::vector<std::string>& args) {
   }
   HostOptions ho;
   ho.who = "uexec mcp";
+  ho.sessions_end_with_host = true;
   ho.sandbox = &sandbox;
   ho.config = &*config;
   auto host = Host::create(ho);

@@ -43,11 +43,25 @@ std::unique_ptr<Host> Host::create(const HostOptions& options) {
     }
     writer = std::move(*w);
   }
+  // Before the manager makes this process a child subreaper: the watcher re-parents to init,
+  // never to us. /proc/self/exe runs this very image even after an upgrade replaced the file.
+  std::unique_ptr<session::OwnerLifeline> lifeline;
+  if (options.sessions_end_with_host) {
+    if (auto l = session::OwnerLifeline::start("/proc/self/exe"))
+      lifeline = std::move(*l);
+    else
+      std::fprintf(stderr, "%s: warning: if this process is killed, its pipe sessions may run on: %s\n", options.who,
+                   l.error().message().c_str());
+  }
   auto host = std::unique_ptr<Host>(new Host(options, cfg));
   if (writer) {
     host->journal_ = std::make_unique<journal::SessionJournal>(host->loop_, std::move(writer));
     host->pm_->set_recorder(host->journal_.get());
     host->exec_->use_journal(host->journal_->writer().root());
+  }
+  if (lifeline) {
+    host->lifeline_ = std::move(lifeline);
+    host->pm_->set_lifeline(host->lifeline_.get());
   }
   return host;
 }
@@ -157,6 +171,7 @@ void Host::teardown() {
   exec_.reset();
   if (pm_) pm_->set_recorder(nullptr);  // what is still running now ends unrecorded
   pm_.reset();
+  lifeline_.reset();  // disarmed: the manager ended every session
   journal_.reset();  // writes what is queued
 }
 

@@ -53,6 +53,9 @@ struct HostOptions {
   // Keep every process's output on disk under `journal_root` (journal/): the daemon's --journal.
   std::optional<journal::Limits> journal;
   std::string journal_root;  // empty: journal::default_root()
+  // The sessions end with this process even when it is killed (session/owner_lifeline.h):
+  // `uexec mcp` alone and `uexec exec-server`; not the daemon, whose sessions outlive it.
+  bool sessions_end_with_host = false;
 };
 
 class Host {
@@ -98,6 +101,7 @@ class Host {
   std::string cwd_;
   loop::Loop loop_;
   std::unique_ptr<journal::SessionJournal> journal_;  // outlives pm_, which tells it of each session
+  std::unique_ptr<session::OwnerLifeline> lifeline_;  // outlives pm_ too: disarmed once it ended them
   std::unique_ptr<session::ProcessManager> pm_;
   std::unique_ptr<agent::AgentService> exec_;
   std::unique_ptr<rpc::ExecServer> server_;

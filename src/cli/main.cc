@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "session/owner_lifeline.h"
 
 namespace {
 
@@ -96,6 +97,7 @@ int main(int argc, char** argv) {
   if (cmd == "exec-server") return uexec::cli::cmd_exec_server(args);
   if (cmd == "serve") return uexec::cli::cmd_serve(args);
   if (cmd == "fs-helper") return uexec::cli::cmd_fs_helper(args);
+  if (cmd == "lifeline") return uexec::session::run_lifeline_watcher(3);
   if (cmd == "config") return uexec::cli::cmd_config(args);
   if (cmd == "ls" || cmd == "start" || cmd == "send" || cmd == "kill" || cmd == "logs" || cmd == "attach" ||
       cmd == "stop" || cmd == "url")

@@ -1,5 +1,6 @@
 #include "session/process_manager.h"
 
+#include <errno.h>
 #include <signal.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -74,6 +75,7 @@ Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const po
   Session& started = *session;
   sessions_.emplace(id, std::move(session));
   if (recorder_) recorder_->on_started(started);
+  if (lifeline_) lifeline_->started(started.pid());  // a session leader: its pid is its group
   return id;
 }
 
@@ -99,7 +101,11 @@ void ProcessManager::freed(std::size_t bytes) {
 }
 
 void ProcessManager::sweep() {
-  graveyard_.clear();
+  std::vector<pid_t> groups;
+  if (lifeline_)
+    for (const auto& s : graveyard_) groups.push_back(s->pid());
+  graveyard_.clear();  // each Session's end kills what is left of its group
+  for (pid_t g : groups) lifeline_->ended(g);
   if (sessions_.empty() && config_.trim_idle_bytes > 0 && freed_ >= config_.trim_idle_bytes) return trim_now();
   if (config_.trim_busy_bytes == 0 || freed_ < config_.trim_busy_bytes || trim_timer_) return;
   trim_timer_ = std::make_unique<loop::Timer>(*loop_);
@@ -144,6 +150,9 @@ std::vector<Session*> ProcessManager::sessions() {
 
 void ProcessManager::on_session_exited(Session& s) {
   if (deny_watch_) deny_watch_->remove(s.id());
+  // The leader is reaped; with no member left the group id is free for reuse, so the watcher
+  // must forget it now (a group that lives on is forgotten when the session goes, above).
+  if (lifeline_ && s.pid() > 1 && ::kill(-s.pid(), 0) < 0 && errno == ESRCH) lifeline_->ended(s.pid());
   if (on_exited) on_exited(s);
 }
 

@@ -39,6 +39,7 @@
 #include "session/containment.h"
 #include "session/deny_watch.h"
 #include "session/session.h"
+#include "session/owner_lifeline.h"
 #include "session/session_recorder.h"
 
 namespace uexec::session {
@@ -78,6 +79,9 @@ class ProcessManager final : public SessionObserver {
   // The recorder told of every session's start and end (the journal); null: none. It must
   // outlive the manager or be unset first; the manager's destructor tells it nothing.
   void set_recorder(SessionRecorder* recorder) noexcept { recorder_ = recorder; }
+  // The watcher that ends the sessions' process groups if this process dies without ending
+  // them (owner_lifeline.h); null: none (the daemon). Same lifetime rule as the recorder.
+  void set_lifeline(OwnerLifeline* lifeline) noexcept { lifeline_ = lifeline; }
 
   // Event hooks for the front door (one each; may be empty).
   std::function<void(Session&)> on_exited;
@@ -102,6 +106,7 @@ class ProcessManager final : public SessionObserver {
   std::uint64_t next_id_ = 1;
   std::unique_ptr<DenyReadWatcher> deny_watch_;  // made for the first sandbox with deny-read
   SessionRecorder* recorder_ = nullptr;
+  OwnerLifeline* lifeline_ = nullptr;
 };
 
 }  // namespace uexec::session
