@@ -498,14 +498,20 @@ CallId AgentService::kill_session(KillParams p, Reply done) {
 }
 
 Result<Response> AgentService::read_output(const ReadParams& p) {
-  return agent::read_output(registry_, p, cfg_, journal_root_);
+  return agent::read_output(registry_, p, cfg_, journal_);
 }
 
 void AgentService::use_journal(std::string root) {
-  journal_root_ = std::move(root);
+  journal_.root = std::move(root);
   std::vector<long> ids;
-  for (const auto& l : journal::list_journals(journal_root_))
-    if (auto id = journal::agent_session_id(l.meta)) ids.push_back(*id);
+  // Newest first; at most half the id space, so that fresh ids never run out.
+  for (const auto& l : journal::list_journals(journal_.root)) {
+    auto id = journal::agent_session_id(l.meta);
+    if (!id || journal_.dirs.count(*id)) continue;
+    if (journal_.dirs.size() >= kMaxJournaledIds) break;
+    journal_.dirs.emplace(*id, l.dir);
+    ids.push_back(*id);
+  }
   registry_.reserve_journaled(ids);
 }
 

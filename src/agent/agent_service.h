@@ -190,7 +190,8 @@ class AgentService {
   std::vector<std::string> base_env_;
   std::string default_cwd_;
   SessionRegistry registry_;  // agent sessions by id, their lifecycle and tombstones
-  std::string journal_root_;  // use_journal; "" without one
+  static constexpr std::size_t kMaxJournaledIds = 45000;  // of the 99000 agent ids
+  JournalLookup journal_;     // use_journal; an empty root without one
   CallQueue calls_;           // the running calls, FIFO per session
   loop::Timer shutdown_timer_;
   std::function<void()> shutdown_done_;

@@ -1,6 +1,7 @@
 #include "agent/read_output.h"
 
 #include <fmt/core.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <regex>
@@ -29,6 +30,7 @@ struct Retained {
   Collected all;
   Offset total = 0;              // everything the process wrote; may be past all.end (a journal)
   std::uint64_t newlines = 0;    // in all of it, the lost span included (tail line numbers)
+  bool tail_numbers_known = true;  // false: a journal whose lost span's newlines are unknown
 };
 
 Retained retained_of(const session::OutputRing& ring) {
@@ -67,13 +69,20 @@ Retained retained_of(const journal::Contents& j) {
     }
   }
   const nlohmann::json end = j.meta.value("end", nlohmann::json());
-  r.total = std::max<Offset>(c.end, end.is_object() ? end.value("totalBytes", Offset{0}) : 0);
-  std::uint64_t counted = 0;
-  for (char ch : c.raw) counted += ch == '\n';
-  // Line numbers after a lost span need the process's own count (written at its end).
-  r.newlines = c.gap > 0 && end.is_object() && end.contains("newlines") && end["newlines"].is_number_unsigned()
-                   ? end["newlines"].get<std::uint64_t>()
-                   : counted;
+  auto unsigned_member = [&](const char* name) -> std::optional<std::uint64_t> {
+    if (!end.is_object() || !end.contains(name) || !end[name].is_number_unsigned()) return std::nullopt;
+    return end[name].get<std::uint64_t>();
+  };
+  const auto total = unsigned_member("totalBytes");
+  r.total = std::max<Offset>(c.end, total.value_or(0));
+  for (char ch : c.raw) r.newlines += ch == '\n';
+  if (c.gap > 0) {
+    // Line numbers after a lost span need the process's own count, written at its end, and
+    // only when nothing after the last record is missing too.
+    const auto newlines = unsigned_member("newlines");
+    r.tail_numbers_known = newlines && total == c.end;
+    if (r.tail_numbers_known) r.newlines = *newlines;
+  }
   return r;
 }
 
@@ -102,7 +111,8 @@ Result<std::pair<Offset, Offset>> render_read(const Retained& src, const ReadPar
       while (pos < raw.size()) {
         std::size_t nl = raw.find('\n', pos);
         std::size_t end = nl == std::string_view::npos ? raw.size() : nl;
-        lines.push_back({no++, base + pos, session::lossy_decode(strip_ansi(raw.substr(pos, end - pos)))});
+        lines.push_back({no, base + pos, session::lossy_decode(strip_ansi(raw.substr(pos, end - pos)))});
+        if (no > 0) ++no;
         pos = end + 1;
       }
     };
@@ -110,7 +120,10 @@ Result<std::pair<Offset, Offset>> render_read(const Retained& src, const ReadPar
     if (col.gap > 0) {
       split(raw.substr(0, col.gap_at), col.start, 1);
       // The tail's first line number: total newlines minus those in the tail, plus one.
-      std::uint64_t tail_first = src.newlines >= tail_lines ? src.newlines - tail_lines + 1 : 1;
+      // (0: unknown, shown as "L?")
+      std::uint64_t tail_first = !src.tail_numbers_known       ? 0
+                                 : src.newlines >= tail_lines ? src.newlines - tail_lines + 1
+                                                              : 1;
       split(raw.substr(col.gap_at), col.start + col.gap_at + col.gap, tail_first);
     } else {
       split(raw, col.start, 1);
@@ -125,7 +138,8 @@ Result<std::pair<Offset, Offset>> render_read(const Retained& src, const ReadPar
       std::size_t to = std::min(lines.size() - 1, i + static_cast<std::size_t>(ctx));
       if (last_shown != SIZE_MAX && from > last_shown + 1) body += "--\n";
       for (std::size_t k = std::max(from, last_shown == SIZE_MAX ? 0 : last_shown + 1); k <= to; ++k)
-        body += fmt::format("L{}@{}{} {}\n", lines[k].no, lines[k].off, k == i ? ":" : "-", lines[k].text);
+        body += fmt::format("L{}@{}{} {}\n", lines[k].no ? std::to_string(lines[k].no) : std::string("?"), lines[k].off,
+                            k == i ? ":" : "-", lines[k].text);
       last_shown = to;
     }
     if (col.gap > 0) body += fmt::format("[bytes {}-{} dropped from retention]\n", col.start + col.gap_at,
@@ -162,18 +176,31 @@ Result<std::pair<Offset, Offset>> render_read(const Retained& src, const ReadPar
   return std::pair{col.start, col.end};
 }
 
-// read_output of a session no record holds, from the newest journal of its id.
-std::optional<Result<Response>> read_from_journal(long id, const ReadParams& p, const base::AgentConfig& cfg,
-                                                  const std::string& journal_root) {
-  if (journal_root.empty()) return std::nullopt;
-  auto listed = journal::find_agent_journal(journal_root, id);
-  if (!listed) return std::nullopt;
-  auto contents = journal::read_journal(listed->dir);
+// read_output of a session no record holds, from the newest journal of its id: one an earlier
+// daemon ran (the lookup's index), or one this daemon issued and forgot (a scan of the root).
+std::optional<Result<Response>> read_from_journal(const SessionRegistry& registry, long id, const ReadParams& p,
+                                                  const base::AgentConfig& cfg, const JournalLookup& journal) {
+  if (journal.root.empty()) return std::nullopt;
+  std::string dir;
+  if (auto it = journal.dirs.find(id); it != journal.dirs.end()) {
+    dir = it->second;
+  } else if (registry.issued(id)) {
+    auto listed = journal::find_agent_journal(journal.root, id);
+    if (!listed) return std::nullopt;
+    dir = listed->dir;
+  } else {
+    return std::nullopt;  // no daemon gave this id: no scan for a typo
+  }
+  auto contents = journal::read_journal(dir);
   if (!contents) return std::nullopt;
+  const nlohmann::json daemon = contents->meta.value("daemon", nlohmann::json::object());
+  const bool ours = daemon.is_object() && daemon.contains("pid") && daemon["pid"].is_number_integer() &&
+                    daemon["pid"].get<long long>() == static_cast<long long>(::getpid());
+  const char* whose = ours ? "this daemon no longer keeps it" : "an earlier daemon ran it";
   if (p.view == View::kScreen)
-    return tool_error(fmt::format("read_output failed: session {} ran under an earlier daemon; its screen went with "
-                                  "it, but its output is in the journal: read it without view \"screen\"",
-                                  id));
+    return tool_error(fmt::format("read_output failed: session {} has ended ({}); its screen is gone, but its output "
+                                  "is in the journal: read it without view \"screen\"",
+                                  id, whose));
   auto t0 = Clock::now();
   const Retained src = retained_of(*contents);
   Response r;
@@ -191,25 +218,29 @@ std::optional<Result<Response>> read_from_journal(long id, const ReadParams& p, 
   r.session = id;
   if (meta.contains("name") && meta["name"].is_string()) r.name = meta["name"].get<std::string>();
   r.output_closed = true;
-  r.journal = listed->dir;
+  r.journal = dir;
   Envelope env;
   env.chunk_id = r.chunk_id;
   env.wall_time_seconds = r.wall_time_seconds;
   env.session_id = id;
-  if (end.is_object() && end.contains("signal") && end["signal"].is_number_integer()) {
-    const int sig = end["signal"].get<int>();
-    r.exit_code = 128 + sig;
-    r.signal = pty::signal_name(sig);
+  auto small_int = [&](const char* name, long lo, long hi) -> std::optional<int> {
+    if (!end.is_object() || !end.contains(name) || !end[name].is_number_integer()) return std::nullopt;
+    const long long v = end[name].get<long long>();
+    return v >= lo && v <= hi ? std::optional(static_cast<int>(v)) : std::nullopt;
+  };
+  if (auto sig = small_int("signal", 1, 127)) {
+    r.exit_code = 128 + *sig;
+    r.signal = pty::signal_name(*sig);
     r.state = "exited";
-  } else if (end.is_object() && end.contains("exitCode") && end["exitCode"].is_number_integer()) {
-    r.exit_code = end["exitCode"].get<int>();
+  } else if (auto code = small_int("exitCode", 0, 255)) {
+    r.exit_code = *code;
     r.state = "exited";
   } else {
     r.state = "unknown";  // its daemon stopped first: it may have gone on running, unwatched
   }
   env.exit_code = r.exit_code;
   env.extra.push_back(fmt::format("Range: bytes {}-{} of {}", range_from, range_to, src.total));
-  env.extra.push_back(fmt::format("From the journal (an earlier daemon ran it): {}", journal::ending_text(meta)));
+  env.extra.push_back(fmt::format("From the journal ({}): {}", whose, journal::ending_text(meta)));
   env.original_tokens = r.original_token_count;
   env.body = body;
   r.text = render_envelope(env);
@@ -219,11 +250,12 @@ std::optional<Result<Response>> read_from_journal(long id, const ReadParams& p, 
 }  // namespace
 
 Result<Response> read_output(SessionRegistry& registry, const ReadParams& p, const base::AgentConfig& cfg,
-                             const std::string& journal_root) {
+                             const JournalLookup& journal) {
   auto target = registry.find_target(p.session_id, p.name, "read_output", true);
   if (!target) {
     if (p.session_id && !registry.find(*p.session_id))
-      if (auto from_journal = read_from_journal(*p.session_id, p, cfg, journal_root)) return std::move(*from_journal);
+      if (auto from_journal = read_from_journal(registry, *p.session_id, p, cfg, journal))
+        return std::move(*from_journal);
     return std::move(target).error();
   }
   AgentSession* a = *target;

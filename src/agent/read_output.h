@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
 #include "agent/registry.h"
 #include "agent/response.h"
@@ -33,10 +34,18 @@ struct ReadParams {
   View view = View::kRaw;
 };
 
+// Where read_output looks for a session no record holds: the daemon's journal root ("" for
+// none) and the directories of the agent sessions earlier daemons left there (id -> dir, read
+// once at start); an id this daemon issued and forgot is found by a scan of the root.
+struct JournalLookup {
+  std::string root;
+  std::unordered_map<long, std::string> dirs;
+};
+
 // The output `p` asks for, as an envelope; errors are worded "read_output failed: …". An id no
-// record holds (an earlier daemon's session, or one pruned here) is read from the newest
-// journal under `journal_root` that has it ("" for none): its output and how it ended.
+// record holds is read from its journal (JournalLookup) when there is one: its output and how
+// it ended.
 [[nodiscard]] base::Result<Response> read_output(SessionRegistry& registry, const ReadParams& p,
-                                                 const base::AgentConfig& cfg, const std::string& journal_root);
+                                                 const base::AgentConfig& cfg, const JournalLookup& journal);
 
 }  // namespace uexec::agent

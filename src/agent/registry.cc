@@ -84,8 +84,12 @@ bool SessionRegistry::issued(long id) const {
 long SessionRegistry::allocate_id() {
   auto usable = [&](long id) { return !records_.count(id) && !tombstones_.contains(key(id)) && !journaled(id); };
   if (cfg_.deterministic_ids) {
-    while (!usable(next_deterministic_id_) && next_deterministic_id_ < kIdMax) ++next_deterministic_id_;
-    long id = next_deterministic_id_++;
+    // Round the range (ids held by records, tombstones and the journal are skipped; they never
+    // fill it: the journal reserves at most half).
+    for (long tries = 0; tries < kIdMax && !usable(next_deterministic_id_); ++tries)
+      if (++next_deterministic_id_ >= kIdMax) next_deterministic_id_ = kIdMin;
+    long id = next_deterministic_id_;
+    if (++next_deterministic_id_ >= kIdMax) next_deterministic_id_ = kIdMin;
     issued_[static_cast<std::size_t>(id)] = true;
     return id;
   }

@@ -52,6 +52,8 @@ class SessionRegistry {
   // a read_output of one reaches the journal, not a new session (out-of-range ids ignored).
   void reserve_journaled(const std::vector<long>& ids);
   bool journaled(long id) const;
+  // This registry gave `id` to a session at some point.
+  bool issued(long id) const;
 
   // Records the session `session` (already started by the manager under `id`), and starts
   // its grace.
@@ -90,7 +92,6 @@ class SessionRegistry {
 
  private:
   static session::Tombstones::Key key(long id) { return static_cast<session::Tombstones::Key>(id); }
-  bool issued(long id) const;
   void count(AgentSession& a);
   void prune_one(std::vector<std::string>& warnings);
   void sweep_ended();

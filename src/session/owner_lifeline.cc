@@ -1,11 +1,13 @@
 #include "session/owner_lifeline.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,7 +78,12 @@ Result<std::unique_ptr<OwnerLifeline>> OwnerLifeline::start(const std::string& s
   return std::unique_ptr<OwnerLifeline>(new OwnerLifeline(std::move(ours)));
 }
 
-OwnerLifeline::~OwnerLifeline() { send('D', 0); }
+OwnerLifeline::~OwnerLifeline() {
+  // A lost disarm would have the watcher signal what we already ended: wait a little for room.
+  pollfd p{pipe_.get(), POLLOUT, 0};
+  (void)::poll(&p, 1, 500);
+  send('D', 0);
+}
 
 void OwnerLifeline::started(pid_t pgid) noexcept {
   if (pgid > 1) send('S', pgid);
@@ -126,6 +133,10 @@ int run_lifeline_watcher(int fd) {
                stderr);
     return 2;
   }
+  // Nothing of the owner's but the socket: fds it inherited without FD_CLOEXEC stay with it.
+  // (`fd` is 3, after 0-2: everything above it goes.)
+  if (::syscall(SYS_close_range, static_cast<unsigned>(fd + 1), ~0U, 0) < 0)
+    for (int other = fd + 1; other < 1024; ++other) ::close(other);  // a kernel before 5.9
   // Away from the process that started us, so that we are never the owner's zombie.
   pid_t child = ::fork();
   if (child < 0) return 1;

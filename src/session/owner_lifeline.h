@@ -5,18 +5,20 @@
 // namespace sandbox's init has PR_SET_PDEATHSIG; but a pipe session's process group, and a
 // Landlock or bwrap one, would run on, orphaned, with no one left to reach it. So such an
 // owner starts a watcher, `uexec lifeline`: a small process outside the owner's process
-// group, reading one pipe. The owner writes a record when a session's process group starts
-// and when it is gone; at a clean exit it disarms the watcher. When the pipe reaches EOF
-// without the disarm (the owner died), the watcher sends SIGTERM to every process group still
-// listed, waits up to kLifelineGrace for them, sends SIGKILL to the rest and exits.
+// group, reading one socket (a SOCK_SEQPACKET pair). The owner sends a record when a
+// session's process group starts and when it is gone (never after the kernel may reuse the
+// id: ProcessManager sends it once the group is empty or killed); at a clean exit it disarms
+// the watcher. When the socket reaches EOF without the disarm (the owner died), the watcher
+// sends SIGTERM to every process group still listed, waits up to kLifelineGrace for them,
+// sends SIGKILL to the rest and exits.
 //
-//   owner ──"S pid"/"E pid"/"D"──► pipe ──► watcher (its own session, /dev/null for 0-2)
+//   owner ──"S pid"/"E pid"/"D"──► socket ──► watcher (its own session, /dev/null for 0-2)
 //
 // Best effort: a process that left its session's process group (setsid, a daemonizing
 // server) is not reached, as the owner's own teardown reaches it through containment. The
 // daemon (`uexec serve`) has no lifeline: its sessions are meant to outlive it (issue 21).
-// Owner side: loop thread only; a write that would block is dropped (the watcher lags behind
-// by 64 KiB of records only if it is stopped).
+// Owner side: loop thread only. A start or end record that would block is dropped (the
+// socket's buffer fills only if the watcher is stopped); the disarm waits up to 500 ms.
 #pragma once
 
 #include <sys/types.h>

@@ -75,7 +75,10 @@ Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const po
   Session& started = *session;
   sessions_.emplace(id, std::move(session));
   if (recorder_) recorder_->on_started(started);
-  if (lifeline_) lifeline_->started(started.pid());  // a session leader: its pid is its group
+  if (lifeline_) {
+    lifeline_->started(started.pid());  // a session leader: its pid is its group
+    lifeline_listed_.insert(&started);
+  }
   return id;
 }
 
@@ -101,9 +104,9 @@ void ProcessManager::freed(std::size_t bytes) {
 }
 
 void ProcessManager::sweep() {
-  std::vector<pid_t> groups;
-  if (lifeline_)
-    for (const auto& s : graveyard_) groups.push_back(s->pid());
+  std::vector<pid_t> groups;  // removed before they closed: still listed with the lifeline
+  for (const auto& s : graveyard_)
+    if (lifeline_listed_.erase(s.get())) groups.push_back(s->pid());
   graveyard_.clear();  // each Session's end kills what is left of its group
   for (pid_t g : groups) lifeline_->ended(g);
   if (sessions_.empty() && config_.trim_idle_bytes > 0 && freed_ >= config_.trim_idle_bytes) return trim_now();
@@ -151,12 +154,17 @@ std::vector<Session*> ProcessManager::sessions() {
 void ProcessManager::on_session_exited(Session& s) {
   if (deny_watch_) deny_watch_->remove(s.id());
   // The leader is reaped; with no member left the group id is free for reuse, so the watcher
-  // must forget it now (a group that lives on is forgotten when the session goes, above).
-  if (lifeline_ && s.pid() > 1 && ::kill(-s.pid(), 0) < 0 && errno == ESRCH) lifeline_->ended(s.pid());
+  // must forget it now (a group that lives on is forgotten at the close, which kills it).
+  if (lifeline_ && ::kill(-s.pid(), 0) < 0 && errno == ESRCH) forget_group(s);
   if (on_exited) on_exited(s);
 }
 
+void ProcessManager::forget_group(Session& s) {
+  if (lifeline_listed_.erase(&s)) lifeline_->ended(s.pid());  // once per session, never a reused id
+}
+
 void ProcessManager::on_session_closed(Session& s) {
+  forget_group(s);  // its lingering members were killed just before
   if (recorder_) recorder_->on_closed(s);
   if (on_closed) on_closed(s);
 }

@@ -28,6 +28,7 @@
 #include <functional>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/config.h"
@@ -92,6 +93,8 @@ class ProcessManager final : public SessionObserver {
   void on_session_closed(Session& s) override;
   void sweep();
   void trim_now();
+  // Tells the lifeline that `s`'s process group is gone, if it has not yet.
+  void forget_group(Session& s);
 
   loop::Loop* loop_;
   base::Config config_;
@@ -107,6 +110,7 @@ class ProcessManager final : public SessionObserver {
   std::unique_ptr<DenyReadWatcher> deny_watch_;  // made for the first sandbox with deny-read
   SessionRecorder* recorder_ = nullptr;
   OwnerLifeline* lifeline_ = nullptr;
+  std::unordered_set<const Session*> lifeline_listed_;  // groups the lifeline still lists
 };
 
 }  // namespace uexec::session

@@ -208,8 +208,18 @@ res, text = mcp.tool("exec_command", {"cmd": "echo started-long; exec sleep 1000
 long_id = sc(res).get("session_id")
 check("agent: a command still running", isinstance(long_id, int), text)
 old_ids = {done_id, big_id, long_id}
-time.sleep(0.5)  # the writer writes
-long_pid = next((m["pid"] for _, m in metas() if m.get("agentSessionId") == long_id), None)
+
+
+def journaled(agent_id, ended):
+    return next((m for _, m in metas() if m.get("agentSessionId") == agent_id and (not ended or "end" in m)), None)
+
+
+# The writer writes on its own thread: wait for the two ends and the running one's start.
+deadline = time.time() + 30
+while time.time() < deadline and not (journaled(done_id, True) and journaled(big_id, True) and journaled(long_id, False)):
+    time.sleep(0.05)
+time.sleep(0.1)  # its first output, gathered for up to 10 ms
+long_pid = (journaled(long_id, False) or {}).get("pid")
 mcp.close()
 daemon.send_signal(signal.SIGKILL)
 daemon.wait()
