@@ -23,8 +23,7 @@ long long unix_ms(session::WallClock::time_point t) {
 }  // namespace
 
 SessionJournal::SessionJournal(loop::Loop& loop, std::unique_ptr<JournalWriter> writer)
-    : loop_(&loop),
-      writer_(std::move(writer)),
+    : writer_(std::move(writer)),
       own_start_time_(policy::process_start_time(::getpid())),
       next_turn_(loop) {}
 

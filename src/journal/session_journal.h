@@ -52,7 +52,6 @@ class SessionJournal final : public session::SessionRecorder {
   void finish(session::Session& s, const char* reason);
   std::string meta_of(const session::Session& s, const char* end_reason) const;
 
-  loop::Loop* loop_;
   std::unique_ptr<JournalWriter> writer_;
   unsigned long long own_start_time_;  // this process's, for the meta's "daemon"
   std::unordered_map<session::Session*, Tap> taps_;
