@@ -80,7 +80,7 @@ Result<std::unique_ptr<OwnerLifeline>> OwnerLifeline::start(const std::string& s
 
 OwnerLifeline::~OwnerLifeline() {
   // A lost disarm would have the watcher signal what we already ended: wait a little for room.
-  pollfd p{pipe_.get(), POLLOUT, 0};
+  pollfd p{socket_.get(), POLLOUT, 0};
   (void)::poll(&p, 1, 500);
   send('D', 0);
 }
@@ -96,7 +96,7 @@ void OwnerLifeline::ended(pid_t pgid) noexcept {
 void OwnerLifeline::send(char op, pid_t pgid) noexcept {
   Record r{op, {}, static_cast<std::int32_t>(pgid)};
   // Non-blocking, no SIGPIPE: a watcher that is gone or stopped never stalls the loop.
-  (void)::send(pipe_.get(), &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)::send(socket_.get(), &r, sizeof r, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 // ---- the watcher ---------------------------------------------------------------------------------

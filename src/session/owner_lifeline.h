@@ -15,8 +15,8 @@
 //   owner ──"S pid"/"E pid"/"D"──► socket ──► watcher (its own session, /dev/null for 0-2)
 //
 // Best effort: a process that left its session's process group (setsid, a daemonizing
-// server) is not reached, as the owner's own teardown reaches it through containment. The
-// daemon (`uexec serve`) has no lifeline: its sessions are meant to outlive it (issue 21).
+// server) is not reached (the owner's own teardown reaches it through containment; the
+// watcher does not). The daemon (`uexec serve`) has no lifeline: its sessions are meant to outlive it (issue 21).
 // Owner side: loop thread only. A start or end record that would block is dropped (the
 // socket's buffer fills only if the watcher is stopped); the disarm waits up to 500 ms.
 #pragma once
@@ -36,7 +36,7 @@ inline constexpr std::chrono::milliseconds kLifelineGrace{2000};
 
 class OwnerLifeline {
  public:
-  // Starts `self_exe lifeline` with the pipe's read end as its fd 3, and waits for the
+  // Starts `self_exe lifeline` with the socket's other end as its fd 3, and waits for the
   // intermediate process (the watcher forks away from it, so it is never our zombie).
   [[nodiscard]] static base::Result<std::unique_ptr<OwnerLifeline>> start(const std::string& self_exe);
   // Disarms the watcher: the owner ended its sessions itself.
@@ -49,13 +49,13 @@ class OwnerLifeline {
   void ended(pid_t pgid) noexcept;
 
  private:
-  explicit OwnerLifeline(base::UniqueFd pipe) : pipe_(std::move(pipe)) {}
+  explicit OwnerLifeline(base::UniqueFd socket) : socket_(std::move(socket)) {}
   void send(char op, pid_t pgid) noexcept;
-  base::UniqueFd pipe_;  // write end, O_NONBLOCK | O_CLOEXEC
+  base::UniqueFd socket_;  // our end, O_NONBLOCK | O_CLOEXEC
 };
 
 // `uexec lifeline`: the watcher's side, reading records from `fd` until EOF. Returns the exit
-// code (0; 2 when it was started by hand, with `fd` not a pipe).
+// code (0; 2 when it was started by hand, with `fd` not a socket).
 int run_lifeline_watcher(int fd);
 
 }  // namespace uexec::session
