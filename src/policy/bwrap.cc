@@ -141,7 +141,8 @@ Result<void> add_bwrap_sandbox(const ResolvedPolicy& policy, const std::string& 
   // With uexec-init, the command loads the notify flavour itself and the manager records
   // what it denies (bwrap.h); without it, bwrap loads the errno flavour.
   if (auto init = sandbox_init_fd(); init && host.init) {
-    auto notify = seccomp_program(p.network, ::geteuid() == 0, /*notify=*/true);
+    auto notify = seccomp_program(p.network, ::geteuid() == 0, /*notify=*/true, /*deny_unix=*/false,
+                                  spec.write_records != nullptr);
     if (!notify) return std::move(notify).error();
     auto notify_mem = seccomp_memfd(**notify);
     if (!notify_mem) return std::move(notify_mem).error();

@@ -83,10 +83,9 @@ std::optional<SandboxDenied> classify_exit(const pty::ExitStatus& status, const 
                                            std::string_view output, bool seccomp, bool mount_view) {
   int code = status.shell_code();
   if (code == 0) return std::nullopt;
-  if (log && !log->records.empty()) {
-    const DenialRecord& r = log->records.front();
-    return SandboxDenied{code, DenialSource::kExecutor, r.source, r.source + " " + r.detail};
-  }
+  if (log)
+    for (const DenialRecord& r : log->records)
+      if (r.evidence) return SandboxDenied{code, DenialSource::kExecutor, r.source, r.source + " " + r.detail};
   if (status.signal == 0 && (code == 2 || code == 126 || code == 127)) return std::nullopt;
   // A signal death, or a wrapper's 128+SIGSYS (bwrap reports its child's death that way).
   if (seccomp && (status.signal == SIGSYS || code == 128 + SIGSYS))

@@ -24,6 +24,9 @@ struct DenialRecord {
   std::string source;     // "seccomp", "landlock", "mount"
   std::string kind;       // "fs_write", "network", …
   std::string detail;     // a path, a syscall: "write /etc/hosts"
+  // Counts as the verdict's evidence. A filesystem record (--log-denials) does not: it is the
+  // listener's reading of a write the kernel then decided, shown, never proof of a denial.
+  bool evidence = true;
 };
 
 // Where an executor leaves its records; shared by the attempt and the session.
@@ -42,8 +45,8 @@ struct SandboxDenied {
 };
 
 // The production classifier, run once per sandboxed session when the exit drain ends:
-// exit 0 never counts; executor records count on any non-zero exit (even 2, 126, 127);
-// without records, 2, 126 and 127 never count, SIGSYS under seccomp counts, and otherwise
+// exit 0 never counts; executor records that are evidence count on any non-zero exit (even 2, 126, 127);
+// without such records, 2, 126 and 127 never count, SIGSYS under seccomp counts, and otherwise
 // the whole-word keyword scan of `output` decides. `mount_view` adds the EBUSY/EXDEV texts.
 std::optional<SandboxDenied> classify_exit(const pty::ExitStatus& status, const DenialLog* log,
                                            std::string_view output, bool seccomp, bool mount_view);

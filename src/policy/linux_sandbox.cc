@@ -487,11 +487,12 @@ bool probe_userns(std::string* why) {
 
 // Both flavours of the filter (errno, and notify for the one that records denials) and the
 // socketpair over which the command's side sends the notify listener to whoever answers it.
-Result<void> prepare_seccomp(Launch& launch, bool network, bool deny_unix) {
+// `log_writes`: the notify flavour holds the writes too (SpawnSpec::write_records).
+Result<void> prepare_seccomp(Launch& launch, bool network, bool deny_unix, bool log_writes) {
   auto bpf = seccomp_program(network, ::geteuid() == 0, /*notify=*/false, deny_unix);
   if (!bpf) return std::move(bpf).error();
   launch.bpf = *bpf;
-  auto notify = seccomp_program(network, ::geteuid() == 0, /*notify=*/true, deny_unix);
+  auto notify = seccomp_program(network, ::geteuid() == 0, /*notify=*/true, deny_unix, log_writes);
   if (!notify) return std::move(notify).error();
   launch.notify_bpf = *notify;
   int pair[2];
@@ -569,7 +570,8 @@ Result<void> add_namespace_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec&
     launch->landlock = std::move(*rs);
   }
   // The notify flavour: pid 1 answers and records what the filter denies.
-  if (auto r = prepare_seccomp(*launch, policy.network, /*deny_unix=*/false); !r) return r;
+  if (auto r = prepare_seccomp(*launch, policy.network, /*deny_unix=*/false, spec.write_records != nullptr); !r)
+    return r;
 
   spec.ns_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | (policy.network ? 0 : CLONE_NEWNET);
   spec.init_fd = *init;
@@ -597,7 +599,8 @@ Result<void> add_landlock_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec& 
   launch->landlock = std::move(*rs);
   // Host pathname sockets cannot be hidden here: no unix sockets at all (socketpair stays).
   // The notify flavour is answered and recorded by the manager itself: there is no pid 1 here.
-  if (auto r = prepare_seccomp(*launch, policy.network, /*deny_unix=*/true); !r) return r;
+  if (auto r = prepare_seccomp(*launch, policy.network, /*deny_unix=*/true, spec.write_records != nullptr); !r)
+    return r;
   spec.steps.push_back({step_privileges, &launch->last_cap, "sandbox: drop privileges"});
   spec.steps.push_back({landlock_restrict, &launch->landlock, "sandbox: landlock_restrict_self"});
   spec.steps.push_back({apply_seccomp_notify, &launch->notify, "sandbox: seccomp"});

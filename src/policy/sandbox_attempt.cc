@@ -122,6 +122,17 @@ Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) const {
   in.masks = kind_ != SandboxKind::kLinuxLandlock;  // it cannot mount masks
   auto policy = resolve(*profile_, in);
   if (!policy) return std::move(policy).error();
+  if (record_writes_ && seccomp()) {
+    auto view = std::make_shared<pty::WritableView>();
+    view->setid_evidence = ::geteuid() == 0;  // the filter's root rules (seccomp.h)
+    view->by_mounts = kind_ == SandboxKind::kLinuxNamespaces;
+    view->full_write = policy->full_write;
+    view->private_tmp = policy->private_tmp;
+    view->writable = policy->writable;
+    view->read_only = policy->read_only;
+    view->read_only.insert(view->read_only.end(), policy->stubs.begin(), policy->stubs.end());
+    spec.write_records = std::move(view);
+  }
   Result<void> added;
   switch (kind_) {
     case SandboxKind::kLinuxNamespaces: added = add_namespace_sandbox(*policy, spec); break;

@@ -11,6 +11,8 @@
 //   argv[1]  the command's pid (in the namespace)
 //   argv[2]  the fd of the command's seccomp listener (notify flavour), or "-"
 //   argv[3]  the fd of the manager's mask requests (late deny-read), or "-"
+//   argv[4]  "w": write records (--log-denials), "wr": also the root rules (a setuid file's
+//            creation is evidence), "-" or absent: none
 //   fd 3     the status pipe (pty/supervisor_protocol.h): records, then the command's status
 //
 // The kernel delivers to a namespace's init only the signals it handles, so every signal a
@@ -22,7 +24,10 @@
 //
 // With a seccomp listener, init answers every "evidence" call of the filter (seccomp.h) with
 // EPERM itself and never lets one continue, so there is nothing to race; it counts them by
-// syscall and key argument (64 distinct at most) and sends them before the status.
+// syscall and key argument (64 distinct at most) and sends them before the status. With write
+// records, the calls that change a name are held too (pty/write_notice.h): init records the
+// ones whose path lies on a read-only mount of the view it shares with the command and lets
+// every one of them continue; the mounts decide, as without records.
 //
 // A second use, inside bwrap (which has a pid 1 of its own): `uexec-init --exec NOTIFY
 // FALLBACK CHANNEL -- COMMAND...` loads the notify flavour of the filter (the raw BPF in fd
@@ -48,12 +53,14 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "pty/supervisor_protocol.h"
+#include "pty/write_notice.h"
 
 #if !defined(__GLIBC__)
 /* musl (the build's first choice, see src/meson.build) has no wrappers for the new mount API
@@ -78,6 +85,7 @@ static int mount_setattr(int dirfd, const char* path, unsigned flags, struct mou
 static volatile pid_t command_pid = 0;
 static struct uexec_sup_record records[UEXEC_SUP_MAX_RECORDS];
 static unsigned nrecords = 0;
+static unsigned dropped = 0; /* records not kept (the table full, or no room in the pipe) */
 
 static void forward(int sig) {
   int saved = errno;
@@ -98,41 +106,53 @@ static void write_all(const void* p, size_t n) {
   }
 }
 
-/* The argument that tells two denials of one syscall apart: socket's family, ioctl's request. */
-static uint64_t key_arg(const struct seccomp_data* d) {
-  return d->nr == 16 /* ioctl */ ? d->args[1] : d->args[0];
+static int write_records = 0;   /* argv[4] "w" */
+static int setid_evidence = 0;  /* argv[4] "wr" */
+
+static int read_only_at(const char* path) {
+  struct statvfs v;
+  return statvfs(path, &v) == 0 && (v.f_flag & ST_RDONLY);
 }
 
-static void record(const struct seccomp_notif* n) {
-  for (unsigned i = 0; i < nrecords; ++i) {
-    struct uexec_sup_record* r = &records[i];
-    if (r->nr == n->data.nr && r->arch == n->data.arch &&
-        (r->nr == 16 ? r->args[1] : r->args[0]) == key_arg(&n->data)) {
-      r->count++;
-      return;
-    }
-  }
-  if (nrecords == UEXEC_SUP_MAX_RECORDS) return;
-  struct uexec_sup_record* r = &records[nrecords++];
-  memset(r, 0, sizeof *r);
-  r->type = UEXEC_SUP_DENY;
-  r->nr = n->data.nr;
-  r->arch = n->data.arch;
-  r->pid = (int32_t)n->pid;
-  r->count = 1;
-  for (int i = 0; i < 3; ++i) r->args[i] = n->data.args[i];
+/* The rule by the view's mounts (uexec_wn_forbids_fn): the change lands on a read-only
+ * mount. The view's own devices and /proc never count. */
+static int mount_forbids(void* ctx, const char* path, enum uexec_wn_place place) {
+  (void)ctx;
+  if (strncmp(path, "/dev/", 5) == 0 || strcmp(path, "/dev") == 0 || strncmp(path, "/proc/", 6) == 0) return 0;
+  if (place != UEXEC_WN_NAME) return read_only_at(path);
+  char parent[UEXEC_SUP_MAX_MASK_PATH];
+  snprintf(parent, sizeof parent, "%s", path);
+  char* slash = strrchr(parent, '/');
+  if (slash) slash[slash == parent ? 1 : 0] = '\0';
+  return read_only_at(parent);
 }
 
-/* One pending notification: deny it with EPERM and count it. */
+/* A held write: recorded when it would change what the view's mounts forbid. */
+static void note_write(int listener, const struct seccomp_notif* n) {
+  char path[UEXEC_SUP_MAX_MASK_PATH];
+  if (!uexec_wn_judge((pid_t)n->pid, &n->data, mount_forbids, NULL, path, sizeof path)) return;
+  /* The path was read from the caller that is still waiting, not from a reused pid. */
+  __u64 id = n->id;
+  if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0)
+    uexec_sup_count(records, &nrecords, UEXEC_SUP_MAX_RECORDS, &dropped, UEXEC_SUP_WRITE, n, path);
+}
+
+/* One pending notification: an evidence call is denied with EPERM and counted; a held write
+ * (write records) continues, recorded when the view forbids it. */
 static void answer(int listener) {
   struct seccomp_notif req;
   struct seccomp_notif_resp resp;
   memset(&req, 0, sizeof req);
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) return;  /* the caller died: fine */
-  record(&req);
   memset(&resp, 0, sizeof resp);
   resp.id = req.id;
-  resp.error = -EPERM;
+  if (write_records && uexec_wn_is_write_call(&req.data) && !(setid_evidence && uexec_wn_makes_setid(&req.data))) {
+    note_write(listener, &req);
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  } else {
+    uexec_sup_count(records, &nrecords, UEXEC_SUP_MAX_RECORDS, &dropped, UEXEC_SUP_DENY, &req, NULL);
+    resp.error = -EPERM;
+  }
   ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
 }
 
@@ -337,12 +357,27 @@ static void mask_request(int control) {
   }
 }
 
+/* How many records the status pipe takes with room left for STAT. The manager reads the pipe
+ * only once init is reaped, so init must never wait on it: a pipe of a user over
+ * pipe-user-pages-soft holds two pages, and a record that does not fit in a page's rest
+ * takes the next page. */
+static unsigned pipe_room(void) {
+  long bytes = fcntl(3, F_GETPIPE_SZ);
+  long pages = bytes > 0 ? bytes / 4096 : 1;
+  long slots = pages * (long)(4096 / sizeof(struct uexec_sup_record));
+  return slots > 1 ? (unsigned)(slots - 1) : 0;
+}
+
 static int finish(int status) {
-  for (unsigned i = 0; i < nrecords; ++i) write_all(&records[i], sizeof records[i]);
+  /* Non-blocking as well: if the room were misjudged, a record is lost, init never hangs. */
+  fcntl(3, F_SETFL, fcntl(3, F_GETFL) | O_NONBLOCK);
+  unsigned room = pipe_room(), sent = nrecords < room ? nrecords : room;
+  for (unsigned i = 0; i < sent; ++i) write_all(&records[i], sizeof records[i]);
   struct uexec_sup_record st;
   memset(&st, 0, sizeof st);
   st.type = UEXEC_SUP_STAT;
   st.status = status;
+  st.count = dropped + (nrecords - sent);
   write_all(&st, sizeof st);
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   return 128 + WTERMSIG(status);
@@ -403,7 +438,7 @@ static int exec_filtered(int argc, char** argv) {
     say("no_new_privs", NULL);
     return 125;
   }
-  long listener = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog_notify);
+  long listener = uexec_seccomp_listen(&prog_notify);
   if (listener < 0) {
     if (errno != EBUSY || syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog_fallback) < 0) {
       say("seccomp", NULL);
@@ -428,7 +463,12 @@ int main(int argc, char** argv) {
   command_pid = (pid_t)atoi(argv[1]);
   if (command_pid <= 1) return 125;
   int listener = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : -1;
+  /* A held call wakes init on the caller's CPU (Linux 6.6+; ignored before): the round trip
+   * of a held write drops by about a third. */
+  if (listener >= 0) ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
   int control = argc > 3 && argv[3][0] != '-' ? atoi(argv[3]) : -1;
+  write_records = argc > 4 && argv[4][0] == 'w';
+  setid_evidence = write_records && argv[4][1] == 'r';
   if (control >= 0) make_mask_source();
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  /* nothing in the sandbox may read or trace init */
 

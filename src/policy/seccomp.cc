@@ -20,6 +20,8 @@
 #include <mutex>
 
 #include "base/fd_passing.h"
+#include "pty/supervisor_protocol.h"
+#include "pty/write_notice.h"
 
 // libseccomp's SCMP_A0..A5 are C compound literals that leave datum_b out: fine in C, and
 // accepted by both compilers in C++, which clang's -Wpedantic would otherwise report at
@@ -58,7 +60,8 @@ Result<void> add(Ctx& ctx, uint32_t action, int nr, std::initializer_list<scmp_a
   return {};
 }
 
-Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool notify, bool deny_unix) {
+Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool notify, bool deny_unix,
+                                                  bool log_writes) {
   Ctx ctx;
   ctx.c = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx.c) return Error::sys("seccomp_init", ENOMEM);
@@ -134,6 +137,17 @@ Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool 
     }
     TRY(rule(enosys, SCMP_SYS(openat2), {}, "openat2"));  // its mode is behind a pointer
   }
+  // Write records (--log-denials): the calls that change a name wait for the listener, which
+  // records the ones the sandbox forbids and lets every one continue (pty/write_notice.h).
+  if (notify && log_writes) {
+    for (unsigned long long bit : {static_cast<unsigned long long>(O_WRONLY), static_cast<unsigned long long>(O_RDWR),
+                                   static_cast<unsigned long long>(O_CREAT), static_cast<unsigned long long>(O_TRUNC)}) {
+      TRY(rule(SCMP_ACT_NOTIFY, SCMP_SYS(open), {SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit)}, "open (write records)"));
+      TRY(rule(SCMP_ACT_NOTIFY, SCMP_SYS(openat), {SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "openat (write records)"));
+    }
+    for (int nr : uexec_wn_calls)
+      if (nr != SYS_open && nr != SYS_openat) TRY(rule(SCMP_ACT_NOTIFY, nr, {}, "write records"));
+  }
 #undef TRY
   UniqueFd mem(static_cast<int>(::syscall(SYS_memfd_create, "uexec-bpf", MFD_CLOEXEC)));
   if (!mem) return Error::sys("memfd_create bpf");
@@ -151,13 +165,15 @@ Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool 
 
 }  // namespace
 
-Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root, bool notify, bool deny_unix) {
+Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root, bool notify, bool deny_unix,
+                                                         bool log_writes) {
   static std::mutex mu;
-  static std::shared_ptr<const BpfProgram> cache[2][2][2][2];
+  static std::shared_ptr<const BpfProgram> cache[2][2][2][2][2];
   std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[network ? 1 : 0][root ? 1 : 0][notify ? 1 : 0][deny_unix ? 1 : 0];
+  log_writes = log_writes && notify;
+  auto& slot = cache[network ? 1 : 0][root ? 1 : 0][notify ? 1 : 0][deny_unix ? 1 : 0][log_writes ? 1 : 0];
   if (!slot) {
-    auto p = compile(network, root, notify, deny_unix);
+    auto p = compile(network, root, notify, deny_unix, log_writes);
     if (!p) return std::move(p).error();
     slot = *p;
   }
@@ -177,7 +193,7 @@ Result<UniqueFd> seccomp_memfd(const BpfProgram& program) {
 
 int apply_seccomp_notify(const void* arg, int) noexcept {
   const auto* st = static_cast<const SeccompNotifyStep*>(arg);
-  long listener = ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &st->notify->fprog);
+  long listener = uexec_seccomp_listen(&st->notify->fprog);
   if (listener < 0) {
     if (errno != EBUSY) return errno;
     // Someone above us listens already (nested sandbox): the kernel answers instead.
@@ -190,14 +206,21 @@ int apply_seccomp_notify(const void* arg, int) noexcept {
   return err;
 }
 
+namespace {
+
+// The call's name for `arch` ("openat"), or "syscall N" when libseccomp does not know it.
+std::string syscall_name(int nr, unsigned arch) {
+  char* n = seccomp_syscall_resolve_num_arch(arch, nr);
+  if (!n) return "syscall " + std::to_string(nr);
+  std::string name = n;
+  std::free(n);
+  return name;
+}
+
+}  // namespace
+
 SeccompRecordText describe_seccomp_record(int nr, unsigned arch, const std::uint64_t args[3]) {
-  std::string name;
-  if (char* n = seccomp_syscall_resolve_num_arch(arch, nr)) {
-    name = n;
-    std::free(n);
-  } else {
-    name = "syscall " + std::to_string(nr);
-  }
+  const std::string name = syscall_name(nr, arch);
   auto family = [](std::uint64_t f) -> std::string {
     switch (f) {
       case AF_INET: return "AF_INET";
@@ -221,6 +244,10 @@ SeccompRecordText describe_seccomp_record(int nr, unsigned arch, const std::uint
   for (const char* f : {"chmod", "fchmod", "fchmodat", "fchmodat2", "open", "openat", "creat", "mknod", "mknodat"})
     if (name == f) return {"fs_write", name + " (setuid/setgid bits)"};
   return {"kernel", name};
+}
+
+SeccompRecordText describe_write_record(int nr, unsigned arch, const std::string& path) {
+  return {"fs_write", syscall_name(nr, arch) + " " + path};
 }
 
 int apply_seccomp(const void* program, int) noexcept {

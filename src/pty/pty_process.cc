@@ -117,7 +117,7 @@ Result<std::unique_ptr<PtyProcess>> PtyProcess::start(loop::Loop& loop, ChildRea
   self->pid_ = spawned->pid;
   self->status_ = std::move(spawned->status);
   if (spec.seccomp_listener_channel >= 0) {
-    auto l = SeccompListener::watch(loop, spec.seccomp_listener_channel);
+    auto l = SeccompListener::watch(loop, spec.seccomp_listener_channel, spec.write_records);
     if (!l) return std::move(l).error();  // the destructor kills and reaps the child
     self->seccomp_ = std::move(*l);
   }
@@ -405,9 +405,11 @@ void PtyProcess::handle_exit(const ExitStatus& reaped) {
     // first): keep init's own status.
     uexec_sup_record rec{};
     while (::read(status_.get(), &rec, sizeof rec) == static_cast<ssize_t>(sizeof rec)) {
-      if (rec.type == UEXEC_SUP_DENY && supervisor_records_.size() < UEXEC_SUP_MAX_RECORDS) {
+      if ((rec.type == UEXEC_SUP_DENY || rec.type == UEXEC_SUP_WRITE) && supervisor_records_.size() < UEXEC_SUP_MAX_RECORDS) {
+        rec.path[UEXEC_SUP_PATH_MAX - 1] = '\0';
         supervisor_records_.push_back(rec);
       } else if (rec.type == UEXEC_SUP_STAT) {
+        supervisor_records_dropped_ += rec.count;
         int raw = rec.status;
         st = ExitStatus{};
         if (WIFEXITED(raw)) {
@@ -424,8 +426,11 @@ void PtyProcess::handle_exit(const ExitStatus& reaped) {
   if (seccomp_) {
     // Calls still queued from the command's last moments are answered and counted too.
     seccomp_->drain();
-    for (const auto& rec : seccomp_->records())
+    supervisor_records_dropped_ += seccomp_->dropped();
+    for (const auto& rec : seccomp_->records()) {
       if (supervisor_records_.size() < UEXEC_SUP_MAX_RECORDS) supervisor_records_.push_back(rec);
+      else ++supervisor_records_dropped_;
+    }
   }
   // A master kept open past EOF (see handle_readable) can go now: nobody is left to SIGHUP.
   if (opts_.tty && outputs_[0].closed) outputs_[0].fd.reset();

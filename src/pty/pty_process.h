@@ -88,6 +88,8 @@ class PtyProcess {
   // Sandboxed spawns: what the sandbox's init (supervised) or the manager's seccomp listener
   // (Landlock-only) recorded denying; valid after exit.
   const std::vector<uexec_sup_record>& supervisor_records() const noexcept { return supervisor_records_; }
+  // Denial records the sandbox could not keep (its table or its status pipe was full).
+  unsigned supervisor_records_dropped() const noexcept { return supervisor_records_dropped_; }
   bool tty() const noexcept { return opts_.tty; }
   bool exited() const noexcept { return exited_; }
   bool eof() const noexcept { return open_outputs_ == 0; }
@@ -158,6 +160,7 @@ class PtyProcess {
   base::UniqueFd stdin_;     // pipes with stdin_pipe: our write end
   base::UniqueFd status_;    // supervised spawns: init's records and the command's status
   std::vector<uexec_sup_record> supervisor_records_;
+  unsigned supervisor_records_dropped_ = 0;
   std::shared_ptr<const void> keep_;  // SpawnSpec::keep
   // The listener of SpawnSpec::seccomp_listener_channel (a socket in keep_: declared after it).
   std::unique_ptr<SeccompListener> seccomp_;

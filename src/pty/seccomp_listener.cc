@@ -9,36 +9,13 @@
 
 #include "base/fd_passing.h"
 #include "base/log.h"
+#include "pty/write_notice.h"
 
 namespace uexec::pty {
 
-namespace {
-
-constexpr int kIoctlNr = 16;  // x86_64 ioctl: two ioctls are told apart by their request
-
-std::uint64_t key_arg(const seccomp_data& d) { return d.nr == kIoctlNr ? d.args[1] : d.args[0]; }
-
-void note(std::vector<uexec_sup_record>& records, const seccomp_notif& n) {
-  for (auto& r : records)
-    if (r.nr == n.data.nr && r.arch == n.data.arch && (r.nr == kIoctlNr ? r.args[1] : r.args[0]) == key_arg(n.data)) {
-      ++r.count;
-      return;
-    }
-  if (records.size() == UEXEC_SUP_MAX_RECORDS) return;
-  uexec_sup_record r{};
-  r.type = UEXEC_SUP_DENY;
-  r.nr = n.data.nr;
-  r.arch = n.data.arch;
-  r.pid = static_cast<std::int32_t>(n.pid);
-  r.count = 1;
-  for (int i = 0; i < 3; ++i) r.args[i] = n.data.args[i];
-  records.push_back(r);
-}
-
-}  // namespace
-
-base::Result<std::unique_ptr<SeccompListener>> SeccompListener::watch(loop::Loop& loop, int channel) {
-  std::unique_ptr<SeccompListener> self(new SeccompListener(loop, channel));
+base::Result<std::unique_ptr<SeccompListener>> SeccompListener::watch(loop::Loop& loop, int channel,
+                                                                      std::shared_ptr<const WritableView> writes) {
+  std::unique_ptr<SeccompListener> self(new SeccompListener(loop, channel, std::move(writes)));
   if (!self->take_listener())
     if (auto r = self->poll_on(channel); !r) return std::move(r).error();
   return self;
@@ -63,6 +40,9 @@ bool SeccompListener::take_listener() noexcept {
   if (fd < 0) return false;
   fd_.reset(fd);
   channel_ = -1;
+  // A held call wakes our loop on the caller's CPU (Linux 6.6+; ignored before): the round
+  // trip of a held write drops by about a third (docs/sandbox.md §5.4).
+  ::ioctl(fd, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
   if (auto r = poll_on(fd); !r) {
     // No poll: nobody would answer, and the command's denied calls would hang. Closing the
     // listener makes the kernel fail them (ENOSYS) instead.
@@ -103,12 +83,35 @@ bool SeccompListener::answer_one() noexcept {
     if (errno != ENOENT && errno != EINTR) stop();
     return false;
   }
-  note(records_, req);
   seccomp_notif_resp resp{};
   resp.id = req.id;
-  resp.error = -EPERM;
+  if (writes_ && uexec_wn_is_write_call(&req.data) && !(writes_->setid_evidence && uexec_wn_makes_setid(&req.data))) {
+    note_write(req);
+    resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+  } else {
+    uexec_sup_count(table_.data(), &kept_, UEXEC_SUP_MAX_RECORDS, &dropped_, UEXEC_SUP_DENY, &req, nullptr);
+    resp.error = -EPERM;
+  }
   ::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_SEND, &resp);  // ENOENT: the caller died meanwhile
   return true;
+}
+
+void SeccompListener::note_write(const seccomp_notif& n) noexcept {
+  // The policy's lists decide (WritableView); uexec_wn_judge's rule is a C callback.
+  auto by_view = [](void* view, const char* path, uexec_wn_place) -> int {
+    try {
+      return static_cast<const WritableView*>(view)->forbids(path) ? 1 : 0;
+    } catch (const std::bad_alloc&) {
+      return 0;
+    }
+  };
+  char path[4096];
+  auto* view = const_cast<WritableView*>(writes_.get());
+  if (!uexec_wn_judge(static_cast<pid_t>(n.pid), &n.data, by_view, view, path, sizeof path)) return;
+  // The path was read from the caller that is still waiting, not from a reused pid.
+  __u64 id = n.id;
+  if (::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) return;
+  uexec_sup_count(table_.data(), &kept_, UEXEC_SUP_MAX_RECORDS, &dropped_, UEXEC_SUP_WRITE, &n, path);
 }
 
 void SeccompListener::drain() noexcept {

@@ -170,11 +170,17 @@ void Session::on_exit(const pty::ExitStatus& status) {
   if (process_ && denial_log_) {
     for (const auto& r : process_->supervisor_records()) {
       std::uint64_t args[3] = {r.args[0], r.args[1], r.args[2]};
-      auto text = policy::describe_seccomp_record(r.nr, r.arch, args);
+      bool write = r.type == UEXEC_SUP_WRITE;  // --log-denials: a write the policy forbids
+      auto text = write ? policy::describe_write_record(r.nr, r.arch, r.path)
+                        : policy::describe_seccomp_record(r.nr, r.arch, args);
       std::string detail = text.detail;
       if (r.count > 1) detail += " x" + std::to_string(r.count);
-      denial_log_->records.push_back({"seccomp", text.kind, detail});
+      denial_log_->records.push_back({write ? "filesystem" : "seccomp", text.kind, detail, /*evidence=*/!write});
     }
+    if (unsigned more = process_->supervisor_records_dropped())
+      denial_log_->records.push_back({"sandbox", "not_listed",
+                                      std::to_string(more) + " more calls or writes (the record table was full)",
+                                      /*evidence=*/false});
   }
   exited_at_ = Clock::now();
   exited_wall_ = WallClock::now();

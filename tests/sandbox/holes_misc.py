@@ -12,11 +12,21 @@
     binary gains nothing, also as a non-root user whose bounding set stays full (no
     CAP_SETPCAP to drop it);
   - `--log-denials` lists the seccomp filter's denials (socket(AF_INET) with the network
-    off, unshare) with the landlock and bwrap backends too.
+    off, unshare) with the landlock and bwrap backends too;
+  - `--log-denials` lists the filesystem writes the policy forbids, with their paths, on every
+    backend: a file created outside the workspace, a directory made there, a rename onto it
+    (both names), the protected .git/config, a relative name through a dirfd, and a symlink
+    planted in the workspace that points outside (named where it points); the writes it allows (the workspace,
+    /dev/null) are not listed, nor calls that write nothing forbidden (O_TMPFILE in the
+    workspace, mkdir of an existing name, a read-only open with O_CREAT, moving a symlink that
+    points at /usr), a listed write is not the verdict, and nothing is listed without the flag;
+  - more denials than the record holds (255 socket families) end normally and the rest are
+    counted, also for a user over fs.pipe-user-pages-soft (8 KiB pipes).
 
 The first six cases are guards: they passed before (row 11 asked to verify what the landlock
-backend gives, and the README now says it); the last is a regression case that failed before
-for landlock and bwrap.
+backend gives, and the README now says it); the last three are regression cases: the seccomp one failed
+before for landlock and bwrap, the filesystem one for every backend (row 12: filesystem
+denials were never listed), the last one everywhere (the rest were dropped uncounted).
 """
 import os
 import re
@@ -167,6 +177,84 @@ def _(ctx):
     expect("socket 1" in r.stdout and "unshare 1" in r.stdout, f"the calls were not denied with EPERM: {describe(r)}")
     expect("seccomp denied socket(AF_INET) (network)" in r.stderr, f"socket(AF_INET) is not listed: {describe(r)}")
     expect(re.search(r"seccomp denied unshare\b.*\(namespace\)", r.stderr), f"unshare is not listed: {describe(r)}")
+
+
+# Regression (row 12: filesystem denials were listed by no backend).
+@suite.case("--log-denials lists the filesystem writes the policy forbids, with the path")
+def _(ctx):
+    ctx.symlink(ctx.outside, "planted")
+    ctx.write("mine.txt")  # made outside: Landlock-only may refuse new names at a workspace top with a link in it
+    ctx.write("kept.txt")
+    ctx.write("sub/kept.txt")
+    script = ("import os\n"
+              "def attempt(f):\n"
+              "    try:\n        f()\n    except OSError as e:\n        print('denied', e.errno)\n"
+              f"attempt(lambda: open('/etc/uexec-holes-{os.getpid()}', 'w'))\n"
+              f"attempt(lambda: os.mkdir({ctx.outside!r} + '/made'))\n"
+              "open('mine.txt', 'w').write('ok')\n"
+              f"attempt(lambda: os.rename('mine.txt', {ctx.outside!r} + '/moved'))\n"
+              "attempt(lambda: open('.git/config', 'a'))\n"
+              "d = os.open('/usr', os.O_RDONLY | os.O_DIRECTORY)\n"
+              "attempt(lambda: os.open('uexec-rel', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=d))\n"
+              "attempt(lambda: open('planted/through-link', 'w'))\n"
+              "open('/dev/null', 'w').write('x')\n"
+              "open('kept.txt', 'w').write('ok')\n"
+              # Calls that write nothing forbidden: no record (the review's false records).
+              "def harmless(f):\n"
+              "    try:\n        f()\n    except OSError as e:\n        print('failed', e.errno)\n"
+              "harmless(lambda: os.close(os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o600)))\n"
+              "harmless(lambda: os.mkdir('/usr'))\n"
+              "harmless(lambda: os.close(os.open('/etc/passwd', os.O_RDONLY | os.O_CREAT)))\n"
+              "os.symlink('/usr', 'sub/to-usr'); os.rename('sub/to-usr', 'sub/to-usr-moved')\n"
+              "os.unlink('sub/to-usr-moved')\n"
+              "raise SystemExit(3)\n")
+    r = ctx.sandbox(["python3", "-c", script], flags=("--log-denials",))
+    expect(r.stdout.count("denied") == 6, f"not every write was refused: {describe(r)}")
+    expect(r.returncode == 3, f"the script did not run to its end: {describe(r)}")
+    listed = [line for line in r.stderr.splitlines() if line.startswith("uexec: filesystem denied")]
+    for want in (f"openat /etc/uexec-holes-{os.getpid()} (fs_write)", f"mkdir {ctx.outside}/made (fs_write)",
+                 f"{ctx.outside}/moved (fs_write)", f"openat {ctx.ws}/.git/config (fs_write)",
+                 "openat /usr/uexec-rel (fs_write)", f"openat {ctx.outside}/through-link (fs_write)"):
+        expect(any(line.endswith(want) for line in listed), f"{want!r} is not listed: {describe(r)}")
+    expect(not any("mine.txt" in l or "kept.txt" in l or "/dev/null" in l for l in listed),
+           f"an allowed write is listed: {describe(r)}")
+    expect(not any(l.endswith((f"openat {ctx.ws} (fs_write)", "mkdir /usr (fs_write)")) or "/etc/passwd" in l
+                   or "to-usr" in l for l in listed),
+           f"a call that writes nothing forbidden is listed (O_TMPFILE in the workspace, an existing "
+           f"name, a read-only open, moving a symlink): {describe(r)}")
+    # The listing is information, not the verdict: the kernel decided each call, and this
+    # script failed (exit 3) for a reason of its own.
+    expect("no sign of a sandbox denial" in r.stderr and "sandbox (" not in r.stderr,
+           f"a filesystem record became the verdict: {describe(r)}")
+    quiet = ctx.sandbox(["python3", "-c", script])
+    expect("filesystem denied" not in quiet.stderr, f"listed without --log-denials: {describe(quiet)}")
+
+
+# Regression (the review of row 12): init wrote its records into the status pipe that the
+# manager reads only after reaping it, so more records than the pipe holds (8 KiB for a user
+# over fs.pipe-user-pages-soft) hung the sandbox, with or without --log-denials.
+@suite.case("more denials than the record holds: the command ends, the rest are counted")
+def _(ctx):
+    script = ("import socket\n"
+              "for family in range(256):\n"
+              "    try:\n        socket.socket(family, socket.SOCK_STREAM).close()\n"
+              "    except OSError:\n        pass\n"
+              "print('all tried')\n")
+    soft = "/proc/sys/fs/pipe-user-pages-soft"
+    saved = open(soft).read().strip() if not ctx.ident.is_root and os.access(soft, os.W_OK) else None
+    try:
+        if saved is not None:
+            open(soft, "w").write("1")  # this user's next pipes: two pages
+        r = ctx.sandbox(["python3", "-c", script], flags=("--log-denials",), timeout=30)
+    finally:
+        if saved is not None:
+            open(soft, "w").write(saved)
+    expect("all tried" in r.stdout and r.returncode == 0, f"the command did not end well: {describe(r)}")
+    listed = len(re.findall(r"^uexec: seccomp denied socket\(", r.stderr, re.M))
+    more = re.search(r"^uexec: sandbox denied (\d+) more calls or writes", r.stderr, re.M)
+    denied = 256 if ctx.backend == "landlock" else 255  # Landlock-only refuses AF_UNIX too
+    expect(more and listed + int(more.group(1)) == denied,
+           f"{denied} families denied, {listed} listed and {more.group(1) if more else 'none'} counted: {describe(r)}")
 
 
 if __name__ == "__main__":

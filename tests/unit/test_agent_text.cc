@@ -297,6 +297,14 @@ TEST_CASE("denial predicate: quick rejects, SIGSYS, whole words, executor record
   CHECK(rec->source == policy::DenialSource::kExecutor);
   CHECK(rec->describe() == "executor: landlock write /etc/hosts");
   CHECK(!classify_exit(ok, &log, "", false, false));
+  // A listed filesystem write (--log-denials) is not evidence: it never becomes the verdict,
+  // and an evidence record after it still does.
+  policy::DenialLog listed;
+  listed.records.push_back({"filesystem", "fs_write", "openat /etc/hosts", /*evidence=*/false});
+  CHECK(!classify_exit(one, &listed, "", false, false));
+  CHECK(classify_exit(one, &listed, "Permission denied", false, false)->source == policy::DenialSource::kHeuristic);
+  listed.records.push_back({"seccomp", "network", "socket(AF_INET)"});
+  CHECK(classify_exit(one, &listed, "", false, false)->describe() == "executor: seccomp socket(AF_INET)");
   CHECK(classify_exit(one, nullptr, "device or resource busy", false, true));
   CHECK(!classify_exit(one, nullptr, "device or resource busy", false, false));
 }

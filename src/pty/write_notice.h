@@ -1,0 +1,275 @@
+/* write_notice.h: which path a file-changing system call was about to change, read from the
+ * caller, for `--log-denials`'s filesystem records (docs/sandbox.md §5.4).
+ *
+ * With write records asked for, the seccomp filter's notify flavour also holds the calls that
+ * change a name (open/openat/creat for writing, mkdir, unlink, rmdir, rename, link, symlink,
+ * truncate, mknod; seccomp.h) until the listener answers. The listener (uexec-init for the
+ * namespace backend, the manager's SeccompListener for Landlock-only and bwrap) reads the
+ * path from the caller's memory, makes it absolute against the caller's cwd or dirfd (from
+ * /proc), finds where the change lands (uexec_wn_judge: the file written, the directory a
+ * name is added to or taken from, O_TMPFILE's directory; a call that fails before the
+ * kernel's write check, such as mkdir of an existing name, is not judged), asks the
+ * listener's rule whether the sandbox forbids it (init: a read-only mount of the sandbox's
+ * view; the manager: the policy's writable roots and carve-outs), records it if so, and
+ * lets the call continue: the kernel's own layers (mounts, Landlock)
+ * still decide, so a mistake here can only misreport, never allow. Best effort by nature:
+ * the path is read while the caller waits and a symlink on the way is judged where it points
+ * when the listener looks (it can be retargeted in between), and openat2 is not held. Only
+ * `uexec sandbox --log-denials` asks for write records: the manager's listener answers on
+ * that command's own loop, never a daemon's.
+ *
+ * Static inline C: included by uexec-init (C, musl or glibc -static) and by the manager
+ * (C++), one copy of the rules for both.
+ */
+#ifndef UEXEC_PTY_WRITE_NOTICE_H
+#define UEXEC_PTY_WRITE_NOTICE_H
+
+#include <fcntl.h>
+#include <linux/seccomp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "pty/supervisor_protocol.h"
+
+UEXEC_SHARED_C_BEGIN
+
+/* The syscalls held for write records (x86_64: foreign ABIs are killed by the filter). */
+static const int uexec_wn_calls[] = {SYS_open,   SYS_openat,   SYS_creat,      SYS_mkdir,    SYS_mkdirat,
+                                     SYS_unlink, SYS_unlinkat, SYS_rmdir,      SYS_rename,   SYS_renameat,
+                                     SYS_renameat2, SYS_link,  SYS_linkat,     SYS_symlink,  SYS_symlinkat,
+                                     SYS_truncate, SYS_mknod,  SYS_mknodat};
+#define UEXEC_WN_OPEN_WRITE_FLAGS (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)
+
+/* Is `d` a call the write rules hold (open-like calls only with a write flag)? */
+static inline int uexec_wn_is_write_call(const struct seccomp_data* d) {
+  if (d->nr == SYS_open) return (d->args[1] & UEXEC_WN_OPEN_WRITE_FLAGS) != 0;
+  if (d->nr == SYS_openat) return (d->args[2] & UEXEC_WN_OPEN_WRITE_FLAGS) != 0;
+  for (unsigned i = 0; i < sizeof uexec_wn_calls / sizeof uexec_wn_calls[0]; ++i)
+    if ((int)d->nr == uexec_wn_calls[i]) return 1;
+  return 0;
+}
+
+/* Does `d` create a setuid or setgid file (an evidence rule of the root variant, answered
+ * EPERM, never continued)? */
+static inline int uexec_wn_makes_setid(const struct seccomp_data* d) {
+  const uint64_t bits = S_ISUID | S_ISGID;
+  if (d->nr == SYS_open) return (d->args[1] & O_CREAT) && (d->args[2] & bits);
+  if (d->nr == SYS_openat) return (d->args[2] & O_CREAT) && (d->args[3] & bits);
+  if (d->nr == SYS_creat || d->nr == SYS_mknod) return (d->args[1] & bits) != 0;
+  if (d->nr == SYS_mknodat) return (d->args[2] & bits) != 0;
+  return 0;
+}
+
+/* A NUL-terminated string at `addr` in `pid`, at most n-1 bytes (read page by page: the string
+ * may end just before an unmapped page). 0, or -1 when it cannot be read. */
+static inline int uexec_wn_read_string(pid_t pid, uint64_t addr, char* out, size_t n) {
+  size_t have = 0;
+  if (n == 0 || addr == 0) return -1;
+  while (have < n - 1) {
+    size_t page_left = 4096 - (size_t)((addr + have) % 4096);
+    size_t want = n - 1 - have < page_left ? n - 1 - have : page_left;
+    struct iovec local = {out + have, want};
+    struct iovec remote = {(void*)(uintptr_t)(addr + have), want};
+    ssize_t got = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (got <= 0) return -1;
+    void* nul = memchr(out + have, '\0', (size_t)got);
+    if (nul) return 0;
+    have += (size_t)got;
+  }
+  out[n - 1] = '\0';
+  return 0;
+}
+
+/* `rel` made absolute against `pid`'s cwd or its `dirfd`, with "." and ".." and repeated
+ * slashes folded lexically, into `out`. 0, or -1 (a base that cannot be read, too long). */
+static inline int uexec_wn_absolute(pid_t pid, int dirfd, const char* rel, char* out, size_t n) {
+  char joined[8192];
+  size_t len = 0;
+  if (rel[0] == '/') {
+    len = (size_t)snprintf(joined, sizeof joined, "%s", rel);
+  } else {
+    char link[64];
+    if (dirfd == AT_FDCWD) snprintf(link, sizeof link, "/proc/%d/cwd", (int)pid);
+    else snprintf(link, sizeof link, "/proc/%d/fd/%d", (int)pid, dirfd);
+    ssize_t k = readlink(link, joined, sizeof joined - 1);
+    if (k <= 0 || joined[0] != '/') return -1;
+    len = (size_t)k + (size_t)snprintf(joined + k, sizeof joined - (size_t)k, "/%s", rel);
+  }
+  if (len >= sizeof joined) return -1;
+  /* Fold: out holds "/a/b" with no trailing slash ("/" alone for the root). */
+  size_t o = 0;
+  const char* p = joined;
+  while (*p) {
+    while (*p == '/') ++p;
+    const char* end = p;
+    while (*end && *end != '/') ++end;
+    size_t k = (size_t)(end - p);
+    if (k == 0) break;
+    if (k == 1 && p[0] == '.') {
+    } else if (k == 2 && p[0] == '.' && p[1] == '.') {
+      while (o > 0 && out[o - 1] != '/') --o;
+      if (o > 0) --o;
+    } else {
+      if (o + 1 + k + 1 > n) return -1;
+      out[o++] = '/';
+      memcpy(out + o, p, k);
+      o += k;
+    }
+    p = end;
+  }
+  if (o == 0) out[o++] = '/';
+  out[o] = '\0';
+  return 0;
+}
+
+/* `path` (absolute, folded; n bytes of room) with the symbolic links on its way resolved as
+ * the kernel will, in the listener's view, the last component too when the call follows it;
+ * left as it is when nothing resolves. So a link planted in the workspace that points
+ * outside is judged, and named, where it points. */
+static inline void uexec_wn_resolve(char* path, size_t n, int follow_last) {
+  char real[4096];
+  if (follow_last && realpath(path, real) && strlen(real) < n) {
+    memcpy(path, real, strlen(real) + 1);
+    return;
+  }
+  char* slash = strrchr(path, '/');
+  if (!slash || slash[1] == '\0') return;
+  char base[4096];
+  snprintf(base, sizeof base, "%s", slash);
+  if (slash == path) return; /* in "/": nothing on the way */
+  *slash = '\0';
+  int ok = realpath(path, real) != NULL;
+  *slash = '/';
+  if (!ok) return;
+  if (strcmp(real, "/") == 0) real[0] = '\0';
+  size_t lr = strlen(real), lb = strlen(base);
+  if (lr + lb + 1 > n) return;
+  memcpy(path, real, lr);
+  memcpy(path + lr, base, lb + 1);
+}
+
+/* Where a held call's change lands, for the listener's rule: */
+enum uexec_wn_place {
+  UEXEC_WN_FILE = 1,   /* an existing file's contents (open for writing, truncate): the file */
+  UEXEC_WN_NAME = 2,   /* a name added to or taken from its directory: that directory */
+  UEXEC_WN_INSIDE = 3, /* an unnamed file made inside this directory (O_TMPFILE) */
+};
+
+/* The listener's rule: does the sandbox forbid this change of `path` (absolute, resolved)? */
+typedef int (*uexec_wn_forbids_fn)(void* ctx, const char* path, enum uexec_wn_place place);
+
+/* One name a call names, read from the caller and made absolute and resolved: 0, or -1 when
+ * it cannot be read (an empty name: AT_EMPTY_PATH, nothing to judge). */
+static inline int uexec_wn_name(pid_t pid, int dirfd, uint64_t ptr, int follow_last, char* out, size_t n) {
+  char rel[4096];
+  if (uexec_wn_read_string(pid, ptr, rel, sizeof rel) != 0 || rel[0] == '\0') return -1;
+  if (uexec_wn_absolute(pid, dirfd, rel, out, n) != 0) return -1;
+  uexec_wn_resolve(out, n, follow_last);
+  return 0;
+}
+
+static inline int uexec_wn_exists(const char* path) {
+  struct stat st;
+  return lstat(path, &st) == 0;
+}
+
+/* Would creating the (absent) name `path` reach the kernel's write check: its directory is
+ * there? Otherwise the call fails with ENOENT or ENOTDIR before anything is written. */
+static inline int uexec_wn_creatable(const char* path) {
+  char parent[4096];
+  struct stat st;
+  snprintf(parent, sizeof parent, "%s", path);
+  char* slash = strrchr(parent, '/');
+  if (!slash) return 0;
+  slash[slash == parent ? 1 : 0] = '\0';
+  return stat(parent, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* Judges the held call `d` of `pid`: 1 with the path into `out` (n bytes) when it would
+ * change something the sandbox forbids (`forbids`), 0 when it writes nothing there. A call
+ * that fails before any write check is not a denial: a create whose name exists (EEXIST
+ * wins over EROFS and Landlock), a remove or rename whose name is missing, an open that does
+ * not write an existing file (O_CREAT alone), an O_CREAT|O_EXCL of an existing name. The
+ * last component is followed only by the calls that follow it (open without O_NOFOLLOW,
+ * creat, truncate); rename, link, unlink and the rest judge the name in its directory, so
+ * moving a workspace symlink that points at /usr is a workspace change. */
+static inline int uexec_wn_judge(pid_t pid, const struct seccomp_data* d, uexec_wn_forbids_fn forbids, void* ctx,
+                                 char* out, size_t n) {
+  const int nr = (int)d->nr;
+  const int cwd = AT_FDCWD;
+  if (nr == SYS_open || nr == SYS_openat || nr == SYS_creat) {
+    int dirfd = nr == SYS_openat ? (int)d->args[0] : cwd;
+    uint64_t ptr = nr == SYS_openat ? d->args[1] : d->args[0];
+    uint64_t flags = nr == SYS_open ? d->args[1] : nr == SYS_openat ? d->args[2] : (O_CREAT | O_WRONLY | O_TRUNC);
+    if ((flags & O_TMPFILE) == O_TMPFILE) {
+      if (uexec_wn_name(pid, dirfd, ptr, 1, out, n) != 0) return 0;
+      return forbids(ctx, out, UEXEC_WN_INSIDE);
+    }
+    if (uexec_wn_name(pid, dirfd, ptr, !(flags & O_NOFOLLOW), out, n) != 0) return 0;
+    struct stat st;
+    if (lstat(out, &st) == 0) {
+      if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) return 0;  /* EEXIST */
+      if (S_ISLNK(st.st_mode)) return 0;                                  /* O_NOFOLLOW: ELOOP */
+      if (!(flags & (O_WRONLY | O_RDWR | O_TRUNC))) return 0;             /* opened for reading */
+      return forbids(ctx, out, UEXEC_WN_FILE);
+    }
+    if (!(flags & O_CREAT) || !uexec_wn_creatable(out)) return 0;        /* ENOENT */
+    return forbids(ctx, out, UEXEC_WN_NAME);
+  }
+  if (nr == SYS_truncate) {
+    if (uexec_wn_name(pid, cwd, d->args[0], 1, out, n) != 0 || !uexec_wn_exists(out)) return 0;
+    return forbids(ctx, out, UEXEC_WN_FILE);
+  }
+  /* Calls that add a name: it must be absent and its directory there. */
+  int dirfd = cwd;
+  uint64_t ptr = 0;
+  if (nr == SYS_mkdir || nr == SYS_mknod) ptr = d->args[0];
+  else if (nr == SYS_mkdirat || nr == SYS_mknodat) dirfd = (int)d->args[0], ptr = d->args[1];
+  else if (nr == SYS_symlink) ptr = d->args[1];
+  else if (nr == SYS_symlinkat) dirfd = (int)d->args[1], ptr = d->args[2];
+  if (ptr) {
+    if (uexec_wn_name(pid, dirfd, ptr, 0, out, n) != 0 || uexec_wn_exists(out) || !uexec_wn_creatable(out)) return 0;
+    return forbids(ctx, out, UEXEC_WN_NAME);
+  }
+  /* Calls that take a name away: it must be there. */
+  if (nr == SYS_unlink || nr == SYS_rmdir) ptr = d->args[0];
+  else if (nr == SYS_unlinkat) dirfd = (int)d->args[0], ptr = d->args[1];
+  if (ptr) {
+    if (uexec_wn_name(pid, dirfd, ptr, 0, out, n) != 0 || !uexec_wn_exists(out)) return 0;
+    return forbids(ctx, out, UEXEC_WN_NAME);
+  }
+  /* rename and link: the old name must be there; the new name is judged first (link's old
+   * name is not changed), then rename's old one. */
+  int old_dirfd = cwd, new_dirfd = cwd;
+  uint64_t old_ptr = 0, new_ptr = 0;
+  int moves = nr == SYS_rename || nr == SYS_renameat || nr == SYS_renameat2;
+  if (nr == SYS_rename || nr == SYS_link) old_ptr = d->args[0], new_ptr = d->args[1];
+  else if (nr == SYS_renameat || nr == SYS_renameat2 || nr == SYS_linkat)
+    old_dirfd = (int)d->args[0], old_ptr = d->args[1], new_dirfd = (int)d->args[2], new_ptr = d->args[3];
+  else
+    return 0;
+  char old_path[4096];
+  int link_follows = nr == SYS_linkat && (d->args[4] & AT_SYMLINK_FOLLOW);
+  if (uexec_wn_name(pid, old_dirfd, old_ptr, link_follows, old_path, sizeof old_path) != 0 ||
+      !uexec_wn_exists(old_path))
+    return 0;
+  if (uexec_wn_name(pid, new_dirfd, new_ptr, 0, out, n) != 0) return 0;
+  int replaces = uexec_wn_exists(out);
+  int no_replace = !moves || (nr == SYS_renameat2 && (d->args[4] & 1 /* RENAME_NOREPLACE */));
+  if ((replaces && no_replace) || (!replaces && !uexec_wn_creatable(out))) return 0; /* EEXIST, ENOENT */
+  if (forbids(ctx, out, UEXEC_WN_NAME)) return 1;
+  if (!moves || strlen(old_path) >= n) return 0;
+  if (!forbids(ctx, old_path, UEXEC_WN_NAME)) return 0;
+  memcpy(out, old_path, strlen(old_path) + 1);
+  return 1;
+}
+
+UEXEC_SHARED_C_END
+
+#endif
