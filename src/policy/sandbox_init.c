@@ -299,10 +299,13 @@ static int held_open(const char* path, int dir, const struct stat* was) {
 
 /* One mask request: 'f' or 'd', then the path. A path that is gone, or that now runs
  * through a symlink, is left alone. A mask covers the name from now on, not what was opened
- * through it before: when a process of the sandbox still holds the file (an fd, a mapping,
- * a directory fd or cwd below a masked directory), every process here is stopped and the
- * manager is told ("H" and the path), and it ends the session (docs/sandbox.md §3.6); a
- * mask that cannot be mounted is reported too ("F"). */
+ * through it before: when a process of the sandbox holds the file (an fd, a mapping, a
+ * directory fd or cwd below a masked directory), every process here is stopped and the
+ * manager is told ("H" and the path), and it ends the session (docs/sandbox.md §3.8). The
+ * holders are looked for twice: before the mask, so that one found then is stopped before the
+ * mask is visible and reads nothing written after it; and after, for an open that raced the
+ * mount (that one runs on until the second look ends). A mask that cannot be mounted is
+ * reported too ("F"). */
 static void mask_request(int control) {
   char buf[UEXEC_SUP_MAX_MASK_PATH + 2];
   ssize_t n = recv(control, buf, sizeof buf - 1, MSG_DONTWAIT);
@@ -332,6 +335,8 @@ static void mask_request(int control) {
     close(target); /* replaced meanwhile, or masked already: the next event says more */
     return;
   }
+  int held = held_open(buf + 1, dir, &st);
+  if (held) kill(-1, SIGSTOP);
   {
     int src = open_tree(mask_mnt, dir ? "d" : "f", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (src >= 0) {
@@ -350,7 +355,7 @@ static void mask_request(int control) {
     send(control, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
     return;
   }
-  if (held_open(buf + 1, dir, &st)) {
+  if (held || held_open(buf + 1, dir, &st)) {
     kill(-1, SIGSTOP);
     buf[0] = 'H';
     send(control, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
