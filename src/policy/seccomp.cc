@@ -127,10 +127,14 @@ Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool 
       TRY(rule(eperm, SCMP_SYS(fchmod), {SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit)}, "fchmod"));
       TRY(rule(eperm, SCMP_SYS(fchmodat), {SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "fchmodat"));
       TRY(rule(eperm, 452 /* fchmodat2: newer than these headers */, {SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "fchmodat2"));
-      TRY(rule(eperm, SCMP_SYS(open),
-               {SCMP_A1(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT), SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "open"));
-      TRY(rule(eperm, SCMP_SYS(openat),
-               {SCMP_A2(SCMP_CMP_MASKED_EQ, O_CREAT, O_CREAT), SCMP_A3(SCMP_CMP_MASKED_EQ, bit, bit)}, "openat"));
+      // The mode counts when O_CREAT or O_TMPFILE is set (an O_TMPFILE file can be linked in).
+      for (unsigned long long creates : {static_cast<unsigned long long>(O_CREAT),
+                                              static_cast<unsigned long long>(UEXEC_WN_TMPFILE_BIT)}) {
+        TRY(rule(eperm, SCMP_SYS(open),
+                 {SCMP_A1(SCMP_CMP_MASKED_EQ, creates, creates), SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "open"));
+        TRY(rule(eperm, SCMP_SYS(openat),
+                 {SCMP_A2(SCMP_CMP_MASKED_EQ, creates, creates), SCMP_A3(SCMP_CMP_MASKED_EQ, bit, bit)}, "openat"));
+      }
       TRY(rule(eperm, SCMP_SYS(creat), {SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit)}, "creat"));
       TRY(rule(eperm, SCMP_SYS(mknod), {SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit)}, "mknod"));
       TRY(rule(eperm, SCMP_SYS(mknodat), {SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "mknodat"));

@@ -40,7 +40,7 @@ struct uexec_sup_record {
   uint32_t count;   /* DENY, WRITE: how many calls matched; STAT: how many records were not kept */
   int32_t status;   /* STAT: the command's wait status */
   uint64_t args[3]; /* DENY: the first three arguments of the first call */
-  char path[UEXEC_SUP_PATH_MAX]; /* WRITE: the absolute path (cut to fit, NUL-terminated) */
+  char path[UEXEC_SUP_PATH_MAX]; /* WRITE: the absolute path (uexec_sup_fit_path: a long one loses its middle to "...") */
 };
 
 /* Around C that C++ includes too (here and pty/write_notice.h): C++'s cast warnings off. */
@@ -59,18 +59,34 @@ struct uexec_sup_record {
 
 UEXEC_SHARED_C_BEGIN
 
+/* `path` as a record holds it: whole when it fits, else its head, "...", and its tail (the
+ * file name), so two long paths that differ only in the middle are merged, never cut silently. */
+static inline void uexec_sup_fit_path(char out[UEXEC_SUP_PATH_MAX], const char* path) {
+  size_t len = strlen(path);
+  if (len < UEXEC_SUP_PATH_MAX) {
+    memcpy(out, path, len + 1);
+    return;
+  }
+  const size_t head = UEXEC_SUP_PATH_MAX / 3, tail = UEXEC_SUP_PATH_MAX - 1 - head - 3;
+  memcpy(out, path, head);
+  memcpy(out + head, "...", 3);
+  memcpy(out + head + 3, path + len - tail, tail);
+  out[UEXEC_SUP_PATH_MAX - 1] = '\0';
+}
+
 /* Counts one call in `records` (`*n` in use, `max` room; C for uexec-init, C++ for the
  * manager's listener): a repeat (same type and syscall, and the same key argument for DENY:
- * socket's family, ioctl's request; the same path for WRITE) adds to its record's count, a
+ * socket's family, ioctl's request; the same fitted path for WRITE) adds to its record's count, a
  * new one is appended, or counted in `*dropped` when the table is full. `path`: WRITE only. */
 static inline void uexec_sup_count(struct uexec_sup_record* records, unsigned* n, unsigned max, unsigned* dropped,
                                    uint32_t type, const struct seccomp_notif* call, const char* path) {
   const int key = call->data.nr == 16 /* x86_64 ioctl */ ? 1 : 0;
+  char fitted[UEXEC_SUP_PATH_MAX] = "";
+  if (type == UEXEC_SUP_WRITE) uexec_sup_fit_path(fitted, path);
   for (unsigned i = 0; i < *n; ++i) {
     struct uexec_sup_record* r = &records[i];
     if (r->type != type || r->nr != (int32_t)call->data.nr || r->arch != call->data.arch) continue;
-    if (type == UEXEC_SUP_DENY ? r->args[key] == call->data.args[key]
-                               : strncmp(r->path, path, sizeof r->path - 1) == 0) {
+    if (type == UEXEC_SUP_DENY ? r->args[key] == call->data.args[key] : strcmp(r->path, fitted) == 0) {
       r->count++;
       return;
     }
@@ -87,7 +103,7 @@ static inline void uexec_sup_count(struct uexec_sup_record* records, unsigned* n
   r->pid = (int32_t)call->pid;
   r->count = 1;
   for (int i = 0; i < 3; ++i) r->args[i] = call->data.args[i];
-  if (type == UEXEC_SUP_WRITE) snprintf(r->path, sizeof r->path, "%s", path);
+  if (type == UEXEC_SUP_WRITE) memcpy(r->path, fitted, sizeof fitted);
 }
 
 UEXEC_SHARED_C_END

@@ -45,6 +45,10 @@ static const int uexec_wn_calls[] = {SYS_open,   SYS_openat,   SYS_creat,      S
                                      SYS_renameat2, SYS_link,  SYS_linkat,     SYS_symlink,  SYS_symlinkat,
                                      SYS_truncate, SYS_mknod,  SYS_mknodat};
 #define UEXEC_WN_OPEN_WRITE_FLAGS (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)
+/* The open flag bits with which the mode argument counts: O_CREAT, and the kernel's
+ * __O_TMPFILE bit alone (glibc's O_TMPFILE adds O_DIRECTORY); an O_TMPFILE file can be
+ * linked in later with linkat. */
+#define UEXEC_WN_TMPFILE_BIT 020000000
 
 /* Is `d` a call the write rules hold (open-like calls only with a write flag)? */
 static inline int uexec_wn_is_write_call(const struct seccomp_data* d) {
@@ -59,8 +63,9 @@ static inline int uexec_wn_is_write_call(const struct seccomp_data* d) {
  * EPERM, never continued)? */
 static inline int uexec_wn_makes_setid(const struct seccomp_data* d) {
   const uint64_t bits = S_ISUID | S_ISGID;
-  if (d->nr == SYS_open) return (d->args[1] & O_CREAT) && (d->args[2] & bits);
-  if (d->nr == SYS_openat) return (d->args[2] & O_CREAT) && (d->args[3] & bits);
+  const uint64_t creates = O_CREAT | UEXEC_WN_TMPFILE_BIT;
+  if (d->nr == SYS_open) return (d->args[1] & creates) && (d->args[2] & bits);
+  if (d->nr == SYS_openat) return (d->args[2] & creates) && (d->args[3] & bits);
   if (d->nr == SYS_creat || d->nr == SYS_mknod) return (d->args[1] & bits) != 0;
   if (d->nr == SYS_mknodat) return (d->args[2] & bits) != 0;
   return 0;
@@ -86,8 +91,10 @@ static inline int uexec_wn_read_string(pid_t pid, uint64_t addr, char* out, size
   return 0;
 }
 
-/* `rel` made absolute against `pid`'s cwd or its `dirfd`, with "." and ".." and repeated
- * slashes folded lexically, into `out`. 0, or -1 (a base that cannot be read, too long). */
+/* `rel` made absolute against `pid`'s cwd or its `dirfd`, with "." and repeated slashes
+ * folded, into `out`; ".." is kept for uexec_wn_resolve, which walks it as the kernel does
+ * (after a symlink it leads to the link's target's parent). 0, or -1 (a base that cannot be
+ * read, too long). */
 static inline int uexec_wn_absolute(pid_t pid, int dirfd, const char* rel, char* out, size_t n) {
   char joined[8192];
   size_t len = 0;
@@ -112,9 +119,6 @@ static inline int uexec_wn_absolute(pid_t pid, int dirfd, const char* rel, char*
     size_t k = (size_t)(end - p);
     if (k == 0) break;
     if (k == 1 && p[0] == '.') {
-    } else if (k == 2 && p[0] == '.' && p[1] == '.') {
-      while (o > 0 && out[o - 1] != '/') --o;
-      if (o > 0) --o;
     } else {
       if (o + 1 + k + 1 > n) return -1;
       out[o++] = '/';
@@ -164,11 +168,23 @@ enum uexec_wn_place {
 /* The listener's rule: does the sandbox forbid this change of `path` (absolute, resolved)? */
 typedef int (*uexec_wn_forbids_fn)(void* ctx, const char* path, enum uexec_wn_place place);
 
+/* Does `rel` end in "." or ".." (a name no call here adds, takes or writes: EEXIST, EISDIR,
+ * EBUSY, EINVAL come first)? */
+static inline int uexec_wn_ends_in_dots(const char* rel) {
+  size_t len = strlen(rel);
+  while (len > 1 && rel[len - 1] == '/') --len;
+  size_t start = len;
+  while (start > 0 && rel[start - 1] != '/') --start;
+  size_t k = len - start;
+  return (k == 1 && rel[start] == '.') || (k == 2 && rel[start] == '.' && rel[start + 1] == '.');
+}
+
 /* One name a call names, read from the caller and made absolute and resolved: 0, or -1 when
- * it cannot be read (an empty name: AT_EMPTY_PATH, nothing to judge). */
+ * it cannot be read or names nothing to judge (empty: AT_EMPTY_PATH; "." or ".."). */
 static inline int uexec_wn_name(pid_t pid, int dirfd, uint64_t ptr, int follow_last, char* out, size_t n) {
   char rel[4096];
-  if (uexec_wn_read_string(pid, ptr, rel, sizeof rel) != 0 || rel[0] == '\0') return -1;
+  if (uexec_wn_read_string(pid, ptr, rel, sizeof rel) != 0 || rel[0] == '\0' || uexec_wn_ends_in_dots(rel))
+    return -1;
   if (uexec_wn_absolute(pid, dirfd, rel, out, n) != 0) return -1;
   uexec_wn_resolve(out, n, follow_last);
   return 0;
@@ -191,14 +207,36 @@ static inline int uexec_wn_creatable(const char* path) {
   return stat(parent, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* The dangling symlink `path` (n bytes of room) replaced by where it points, made absolute
+ * against the link's directory and resolved up to its last component. 0, or -1. */
+static inline int uexec_wn_dangling_target(char* path, size_t n) {
+  char to[4096], joined[8192];
+  ssize_t k = readlink(path, to, sizeof to - 1);
+  if (k <= 0) return -1;
+  to[k] = '\0';
+  if (to[0] == '/') {
+    snprintf(joined, sizeof joined, "%s", to);
+  } else {
+    char* slash = strrchr(path, '/');
+    if (!slash) return -1;
+    snprintf(joined, sizeof joined, "%.*s/%s", (int)(slash - path), path, to);
+  }
+  if (uexec_wn_ends_in_dots(joined) || uexec_wn_absolute(0, AT_FDCWD, joined, path, n) != 0) return -1;
+  uexec_wn_resolve(path, n, 0);
+  return 0;
+}
+
 /* Judges the held call `d` of `pid`: 1 with the path into `out` (n bytes) when it would
  * change something the sandbox forbids (`forbids`), 0 when it writes nothing there. A call
  * that fails before any write check is not a denial: a create whose name exists (EEXIST
- * wins over EROFS and Landlock), a remove or rename whose name is missing, an open that does
- * not write an existing file (O_CREAT alone), an O_CREAT|O_EXCL of an existing name. The
- * last component is followed only by the calls that follow it (open without O_NOFOLLOW,
- * creat, truncate); rename, link, unlink and the rest judge the name in its directory, so
- * moving a workspace symlink that points at /usr is a workspace change. */
+ * wins over EROFS and Landlock), a remove or rename whose name is missing (RENAME_EXCHANGE:
+ * either name), an open that does not write an existing file (O_CREAT alone), an
+ * O_CREAT|O_EXCL of an existing name, a directory opened for writing (EISDIR), a last
+ * component "." or "..". The last component is followed only by the calls that follow it
+ * (open without O_NOFOLLOW, creat, truncate; a dangling link opened with O_CREAT is judged
+ * where it points, one link deep); rename, link, unlink and the rest judge the name in its
+ * directory, so moving a workspace symlink that points at /usr is a workspace change.
+ * linkat(fd, "", …, AT_EMPTY_PATH) judges only the new name. */
 static inline int uexec_wn_judge(pid_t pid, const struct seccomp_data* d, uexec_wn_forbids_fn forbids, void* ctx,
                                  char* out, size_t n) {
   const int nr = (int)d->nr;
@@ -215,7 +253,14 @@ static inline int uexec_wn_judge(pid_t pid, const struct seccomp_data* d, uexec_
     struct stat st;
     if (lstat(out, &st) == 0) {
       if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) return 0;  /* EEXIST */
-      if (S_ISLNK(st.st_mode)) return 0;                                  /* O_NOFOLLOW: ELOOP */
+      if (S_ISLNK(st.st_mode)) {
+        /* O_NOFOLLOW: ELOOP. Otherwise the link dangles (a resolvable one was followed), and
+         * O_CREAT makes its target: judged there, one link deep. */
+        if ((flags & O_NOFOLLOW) || !(flags & O_CREAT) || uexec_wn_dangling_target(out, n) != 0) return 0;
+        if (lstat(out, &st) == 0 || !uexec_wn_creatable(out)) return 0;
+        return forbids(ctx, out, UEXEC_WN_NAME);
+      }
+      if (S_ISDIR(st.st_mode)) return 0;                                  /* EISDIR */
       if (!(flags & (O_WRONLY | O_RDWR | O_TRUNC))) return 0;             /* opened for reading */
       return forbids(ctx, out, UEXEC_WN_FILE);
     }
@@ -256,12 +301,20 @@ static inline int uexec_wn_judge(pid_t pid, const struct seccomp_data* d, uexec_
     return 0;
   char old_path[4096];
   int link_follows = nr == SYS_linkat && (d->args[4] & AT_SYMLINK_FOLLOW);
-  if (uexec_wn_name(pid, old_dirfd, old_ptr, link_follows, old_path, sizeof old_path) != 0 ||
-      !uexec_wn_exists(old_path))
+  char first[2];
+  int old_is_fd = nr == SYS_linkat && (d->args[4] & AT_EMPTY_PATH) &&
+                  uexec_wn_read_string(pid, old_ptr, first, sizeof first) == 0 && first[0] == '\0';
+  if (old_is_fd) {
+    old_path[0] = '\0'; /* linkat(fd, "", …, AT_EMPTY_PATH): the old file is the fd itself */
+  } else if (uexec_wn_name(pid, old_dirfd, old_ptr, link_follows, old_path, sizeof old_path) != 0 ||
+             !uexec_wn_exists(old_path)) {
     return 0;
+  }
   if (uexec_wn_name(pid, new_dirfd, new_ptr, 0, out, n) != 0) return 0;
   int replaces = uexec_wn_exists(out);
-  int no_replace = !moves || (nr == SYS_renameat2 && (d->args[4] & 1 /* RENAME_NOREPLACE */));
+  uint64_t rename_flags = nr == SYS_renameat2 ? d->args[4] : 0;
+  int no_replace = !moves || (rename_flags & 1 /* RENAME_NOREPLACE */);
+  if (!replaces && (rename_flags & 2 /* RENAME_EXCHANGE */)) return 0;                  /* ENOENT */
   if ((replaces && no_replace) || (!replaces && !uexec_wn_creatable(out))) return 0; /* EEXIST, ENOENT */
   if (forbids(ctx, out, UEXEC_WN_NAME)) return 1;
   if (!moves || strlen(old_path) >= n) return 0;

@@ -31,7 +31,7 @@ QUIET_ERRNOS = {"ESRCH", "ENOSYS", "ECONNREFUSED", "ENOENT"}
 # report them as authoritative records ("seccomp denied …"), not only through the predicate.
 SECCOMP_PROBES = {"tcp_connect", "tcp_listen", "udp_send", "netlink_route", "netlink_other",
                   "ptrace_child", "process_vm_readv", "mount_tmpfs", "unshare_user", "setuid_file",
-                  "open_by_handle_at", "tiocsti", "tioclinux"}
+                  "setuid_tmpfile", "open_by_handle_at", "tiocsti", "tioclinux"}
 # Where a backend differs from the table on purpose (docs/sandbox.md §3.9): bwrap has no Landlock
 # layer, so nothing scopes abstract unix sockets once the network namespace is the host's.
 BACKEND_DIFFERENCES = {
@@ -177,7 +177,7 @@ def main():
                     counts["skip"] += 1
                     print(f"SKIP {label}: {missing[row['probe']]}")
                     continue
-                if row["probe"] in ("setuid_file",) and os.geteuid() != 0:
+                if row["probe"] in ("setuid_file", "setuid_tmpfile") and os.geteuid() != 0:
                     counts["skip"] += 1
                     print(f"SKIP {label}: needs root")
                     continue

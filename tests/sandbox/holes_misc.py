@@ -28,6 +28,7 @@ backend gives, and the README now says it); the last three are regression cases:
 before for landlock and bwrap, the filesystem one for every backend (row 12: filesystem
 denials were never listed), the last one everywhere (the rest were dropped uncounted).
 """
+import errno
 import os
 import re
 import shutil
@@ -149,6 +150,24 @@ def _(ctx):
     expect(r.returncode == 0 and r.stdout.strip() == str(ctx.ident.uid), f"setuid-root id says {describe(r)}")
 
 
+# Regression (review of row 12): O_TMPFILE takes a mode too, and linkat names the file, so root
+# could leave a setuid file in the workspace past the chmod and O_CREAT rules.
+@suite.case("root cannot leave a setuid file made with O_TMPFILE and linked in", root_only=True)
+def _(ctx):
+    script = ("import os, stat, sys\n"
+              "try:\n"
+              "    fd = os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o4755)\n"
+              "except OSError as e:\n"
+              "    print('refused', e.errno); sys.exit(0)\n"
+              "os.link(f'/proc/self/fd/{fd}', 'suid', follow_symlinks=True)\n"
+              "print('made', oct(os.stat('suid').st_mode))\n")
+    for flags in ((), ("--log-denials",)):
+        r = ctx.sandbox(["python3", "-c", script], flags=flags)
+        made = os.path.exists(ctx.path("suid")) and os.stat(ctx.path("suid")).st_mode & 0o6000
+        expect(not made and f"refused {errno.EPERM}" in r.stdout,
+               f"a setuid file was made with {' '.join(flags) or 'no flags'}: {describe(r)}")
+
+
 @suite.case("a file-capability binary gains nothing", unpriv_only=True)
 def _(ctx):
     catbin = privileged_copy(ctx, shutil.which("cat"), "fcap-cat")
@@ -197,6 +216,8 @@ def _(ctx):
               "d = os.open('/usr', os.O_RDONLY | os.O_DIRECTORY)\n"
               "attempt(lambda: os.open('uexec-rel', os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=d))\n"
               "attempt(lambda: open('planted/through-link', 'w'))\n"
+              f"os.symlink({ctx.outside!r} + '/dangle-target', 'sub/dangle')\n"
+              "attempt(lambda: open('sub/dangle', 'w'))\n"
               "open('/dev/null', 'w').write('x')\n"
               "open('kept.txt', 'w').write('ok')\n"
               # Calls that write nothing forbidden: no record (the review's false records).
@@ -204,24 +225,27 @@ def _(ctx):
               "    try:\n        f()\n    except OSError as e:\n        print('failed', e.errno)\n"
               "harmless(lambda: os.close(os.open('.', os.O_TMPFILE | os.O_WRONLY, 0o600)))\n"
               "harmless(lambda: os.mkdir('/usr'))\n"
+              "harmless(lambda: os.open('/usr', os.O_WRONLY))\n"
               "harmless(lambda: os.close(os.open('/etc/passwd', os.O_RDONLY | os.O_CREAT)))\n"
               "os.symlink('/usr', 'sub/to-usr'); os.rename('sub/to-usr', 'sub/to-usr-moved')\n"
               "os.unlink('sub/to-usr-moved')\n"
               "raise SystemExit(3)\n")
     r = ctx.sandbox(["python3", "-c", script], flags=("--log-denials",))
-    expect(r.stdout.count("denied") == 6, f"not every write was refused: {describe(r)}")
+    expect(r.stdout.count("denied") == 7, f"not every write was refused: {describe(r)}")
     expect(r.returncode == 3, f"the script did not run to its end: {describe(r)}")
     listed = [line for line in r.stderr.splitlines() if line.startswith("uexec: filesystem denied")]
     for want in (f"openat /etc/uexec-holes-{os.getpid()} (fs_write)", f"mkdir {ctx.outside}/made (fs_write)",
                  f"{ctx.outside}/moved (fs_write)", f"openat {ctx.ws}/.git/config (fs_write)",
-                 "openat /usr/uexec-rel (fs_write)", f"openat {ctx.outside}/through-link (fs_write)"):
+                 "openat /usr/uexec-rel (fs_write)", f"openat {ctx.outside}/through-link (fs_write)",
+                 f"openat {ctx.outside}/dangle-target (fs_write)"):
         expect(any(line.endswith(want) for line in listed), f"{want!r} is not listed: {describe(r)}")
     expect(not any("mine.txt" in l or "kept.txt" in l or "/dev/null" in l for l in listed),
            f"an allowed write is listed: {describe(r)}")
-    expect(not any(l.endswith((f"openat {ctx.ws} (fs_write)", "mkdir /usr (fs_write)")) or "/etc/passwd" in l
+    expect(not any(l.endswith((f"openat {ctx.ws} (fs_write)", "mkdir /usr (fs_write)", "openat /usr (fs_write)"))
+                   or "/etc/passwd" in l
                    or "to-usr" in l for l in listed),
            f"a call that writes nothing forbidden is listed (O_TMPFILE in the workspace, an existing "
-           f"name, a read-only open, moving a symlink): {describe(r)}")
+           f"name, a read-only open, a directory opened for writing, moving a symlink): {describe(r)}")
     # The listing is information, not the verdict: the kernel decided each call, and this
     # script failed (exit 3) for a reason of its own.
     expect("no sign of a sandbox denial" in r.stderr and "sandbox (" not in r.stderr,
