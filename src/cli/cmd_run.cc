@@ -67,8 +67,8 @@ constexpr const char* kSandboxUsage =
     "  --backend B           auto picks namespaces when user namespaces work, else landlock;\n"
     "                        seatbelt is macOS's (here: only with --print)\n"
     "  --private-tmp         a private /tmp instead of the host's\n"
-    "  --log-denials         print what the sandbox denied: seccomp calls, and the writes its\n"
-    "                        policy forbids with their paths (best effort)\n"
+    "  --log-denials         print what the sandbox denied: seccomp calls, the writes its policy\n"
+    "                        forbids and the reads of what it hides, with their paths (best effort)\n"
     "  --approval POLICY     never (default) | on-failure (offer one retry without the sandbox\n"
     "                        after a denial) | untrusted (also ask before commands not known\n"
     "                        to be read-only) | on-request; asked on /dev/tty, denied without one\n"
@@ -406,7 +406,7 @@ RunOutcome run_attempt(policy::ExecRequest req, const policy::SandboxAttempt& at
     session::ProcessManager pm(loop, cfg);
     Runner runner(loop, pm, req.tty, stdin_is_tty);
     policy::SandboxAttempt recorded = attempt;
-    recorded.record_writes(log_denials);  // the filesystem denials too, with their paths
+    recorded.record_files(log_denials);  // the filesystem denials too, with their paths
     out.code = runner.run(req, recorded, log_denials);
     out.spawn_failed = runner.spawn_failed;
     out.denial = runner.denial;
@@ -454,8 +454,8 @@ int print_check() {
               "                 files that appear later: namespaces only, best effort (readable until the mask\n"
               "                 lands; still open then: the session is ended)\n");
   std::printf("denial records:  seccomp denials on every backend; with --log-denials the writes the policy\n"
-              "                 forbids, with their paths (best effort: judged when the path is read; listed,\n"
-              "                 never the verdict)\n");
+              "                 forbids and the reads of what it hides, with their paths (best effort: judged\n"
+              "                 when the path is read; listed, never the verdict)\n");
   return 0;
 }
 

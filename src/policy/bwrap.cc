@@ -142,7 +142,7 @@ Result<void> add_bwrap_sandbox(const ResolvedPolicy& policy, const std::string& 
   // what it denies (bwrap.h); without it, bwrap loads the errno flavour.
   if (auto init = sandbox_init_fd(); init && host.init) {
     auto notify = seccomp_program(p.network, ::geteuid() == 0, /*notify=*/true, /*deny_unix=*/false,
-                                  spec.write_records != nullptr);
+                                  file_records_for(spec.file_records.get()));
     if (!notify) return std::move(notify).error();
     auto notify_mem = seccomp_memfd(**notify);
     if (!notify_mem) return std::move(notify_mem).error();

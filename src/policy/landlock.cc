@@ -224,6 +224,17 @@ int landlock_abi() noexcept {
   return abi;
 }
 
+std::vector<std::string> landlock_unreadable(const ResolvedPolicy& policy) {
+  std::vector<std::string> hidden;
+  if (policy.full_write) return hidden;
+  for (const auto& c : policy.control_plane) {
+    bool in_root = false;
+    for (const auto& w : policy.writable) in_root = in_root || path_within(c, w);
+    if (!in_root) hidden.push_back(c);
+  }
+  return hidden;
+}
+
 Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view) {
   int abi = landlock_abi();
   if (abi < 2) return Error{Errc::kPolicy, 0, "BackendUnavailable: Landlock ABI 2 or newer is needed (kernel has " +
@@ -258,16 +269,13 @@ Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view
     // there is refused when the network is on (it would open the daemon's WebSocket); with
     // it off no TCP connect is possible at all (ABI 4's rule, or seccomp below it), and it
     // stays readable, like the registry and socket directories there.
-    std::vector<std::string> hidden;
     for (const auto& c : policy.control_plane) {
       std::string in_root;
       for (const auto& w : policy.writable)
         if (path_within(c, w)) in_root = w;
       if (policy.full_write) in_root = "/";
       struct stat st {};
-      if (in_root.empty()) {
-        hidden.push_back(c);
-      } else if (policy.network && ::stat(c.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      if (!in_root.empty() && policy.network && ::stat(c.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
         // A token (the registry holds no secret, and no Unix socket is reachable here).
         return Error{Errc::kPolicy, 0, "PolicyNotExpressible: " + c + " (a uexec daemon's control plane) lies beneath "
                                        "the writable root " + in_root + ", which the Landlock-only backend cannot hide "
@@ -276,7 +284,7 @@ Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view
       }
     }
     std::size_t budget = kMaxSiblings;
-    TRY(add_except(rs, "/", policy.full_write ? all : read_rights(), hidden, budget));
+    TRY(add_except(rs, "/", policy.full_write ? all : read_rights(), landlock_unreadable(policy), budget));
   }
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"})
     TRY(add(rs, dev, dev_rights(abi)));

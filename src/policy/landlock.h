@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
@@ -43,6 +45,10 @@ struct LandlockRuleset {
 // a writable root or a directory on the way to a carve-out is now a symlink, or when the
 // kernel's ABI is below 2 (BackendUnavailable).
 [[nodiscard]] base::Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view);
+
+// What the Landlock-only layout keeps out of its read grant (it cannot mask): the daemons'
+// control plane, but for paths beneath a writable root, which stay readable.
+std::vector<std::string> landlock_unreadable(const ResolvedPolicy& policy);
 
 // Child steps (async-signal-safe); `arg` is a const LandlockRuleset*.
 // In pid 1 after the view is built: rules for /proc, /dev/pts, /dev/shm, /dev/console, /tmp.

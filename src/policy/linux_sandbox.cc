@@ -487,12 +487,12 @@ bool probe_userns(std::string* why) {
 
 // Both flavours of the filter (errno, and notify for the one that records denials) and the
 // socketpair over which the command's side sends the notify listener to whoever answers it.
-// `log_writes`: the notify flavour holds the writes too (SpawnSpec::write_records).
-Result<void> prepare_seccomp(Launch& launch, bool network, bool deny_unix, bool log_writes) {
+// `files`: the notify flavour holds the file calls too (SpawnSpec::file_records).
+Result<void> prepare_seccomp(Launch& launch, bool network, bool deny_unix, FileRecords files) {
   auto bpf = seccomp_program(network, ::geteuid() == 0, /*notify=*/false, deny_unix);
   if (!bpf) return std::move(bpf).error();
   launch.bpf = *bpf;
-  auto notify = seccomp_program(network, ::geteuid() == 0, /*notify=*/true, deny_unix, log_writes);
+  auto notify = seccomp_program(network, ::geteuid() == 0, /*notify=*/true, deny_unix, files);
   if (!notify) return std::move(notify).error();
   launch.notify_bpf = *notify;
   int pair[2];
@@ -570,7 +570,8 @@ Result<void> add_namespace_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec&
     launch->landlock = std::move(*rs);
   }
   // The notify flavour: pid 1 answers and records what the filter denies.
-  if (auto r = prepare_seccomp(*launch, policy.network, /*deny_unix=*/false, spec.write_records != nullptr); !r)
+  if (auto r = prepare_seccomp(*launch, policy.network, /*deny_unix=*/false, file_records_for(spec.file_records.get()));
+      !r)
     return r;
 
   spec.ns_flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | (policy.network ? 0 : CLONE_NEWNET);
@@ -599,7 +600,8 @@ Result<void> add_landlock_sandbox(const ResolvedPolicy& policy, pty::SpawnSpec& 
   launch->landlock = std::move(*rs);
   // Host pathname sockets cannot be hidden here: no unix sockets at all (socketpair stays).
   // The notify flavour is answered and recorded by the manager itself: there is no pid 1 here.
-  if (auto r = prepare_seccomp(*launch, policy.network, /*deny_unix=*/true, spec.write_records != nullptr); !r)
+  if (auto r = prepare_seccomp(*launch, policy.network, /*deny_unix=*/true, file_records_for(spec.file_records.get()));
+      !r)
     return r;
   spec.steps.push_back({step_privileges, &launch->last_cap, "sandbox: drop privileges"});
   spec.steps.push_back({landlock_restrict, &launch->landlock, "sandbox: landlock_restrict_self"});

@@ -5,6 +5,7 @@
 #include <climits>
 
 #include "policy/bwrap.h"
+#include "policy/landlock.h"
 #include "policy/linux_sandbox.h"
 
 extern char** environ;
@@ -122,8 +123,8 @@ Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) const {
   in.masks = kind_ != SandboxKind::kLinuxLandlock;  // it cannot mount masks
   auto policy = resolve(*profile_, in);
   if (!policy) return std::move(policy).error();
-  if (record_writes_ && seccomp()) {
-    auto view = std::make_shared<pty::WritableView>();
+  if (record_files_ && seccomp()) {
+    auto view = std::make_shared<pty::FileView>();
     view->setid_evidence = ::geteuid() == 0;  // the filter's root rules (seccomp.h)
     view->by_mounts = kind_ == SandboxKind::kLinuxNamespaces;
     view->full_write = policy->full_write;
@@ -131,7 +132,17 @@ Result<pty::SpawnSpec> SandboxAttempt::env_for(const ExecRequest& req) const {
     view->writable = policy->writable;
     view->read_only = policy->read_only;
     view->read_only.insert(view->read_only.end(), policy->stubs.begin(), policy->stubs.end());
-    spec.write_records = std::move(view);
+    if (kind_ == SandboxKind::kLinuxLandlock) {
+      view->unreadable = landlock_unreadable(*policy);
+    } else {
+      // The host's other sockets (the rest of hide_files) are left out: open() of a socket
+      // fails with ENXIO anyway.
+      for (const auto* list : {&policy->deny_files, &policy->deny_dirs, &policy->hide_dirs, &policy->control_plane})
+        view->unreadable.insert(view->unreadable.end(), list->begin(), list->end());
+    }
+    view->judges_reads = !view->unreadable.empty() ||
+                         (kind_ == SandboxKind::kLinuxNamespaces && !policy->deny_patterns.empty());
+    spec.file_records = std::move(view);
   }
   Result<void> added;
   switch (kind_) {

@@ -47,10 +47,11 @@ class SandboxAttempt {
   SandboxKind kind() const noexcept { return kind_; }
   bool sandboxed() const noexcept { return kind_ != SandboxKind::kNone; }
   const PermissionProfile* profile() const noexcept { return profile_.get(); }
-  // --log-denials: the sandbox also records each write its policy forbids, with the path
-  // (the filter holds the calls that change a name for its listener: pty/write_notice.h).
-  void record_writes(bool on) noexcept { record_writes_ = on; }
-  bool records_writes() const noexcept { return record_writes_; }
+  // --log-denials: the sandbox also records each write its policy forbids and each read of
+  // what it hides, with the path (the filter holds every open and the calls that change a
+  // name for its listener: pty/write_notice.h).
+  void record_files(bool on) noexcept { record_files_ = on; }
+  bool records_files() const noexcept { return record_files_; }
   // Where the executor leaves denial records (null when it reports none).
   const std::shared_ptr<DenialLog>& denial_log() const noexcept { return log_; }
   // A seccomp filter runs (SIGSYS is evidence); the file-system view is made of mounts
@@ -71,7 +72,7 @@ class SandboxAttempt {
   SandboxAttempt(SandboxKind kind, std::shared_ptr<DenialLog> log) noexcept
       : kind_(kind), log_(std::move(log)) {}
   SandboxKind kind_;
-  bool record_writes_ = false;
+  bool record_files_ = false;
   std::shared_ptr<DenialLog> log_;
   std::shared_ptr<const PermissionProfile> profile_;
 };

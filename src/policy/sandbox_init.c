@@ -11,7 +11,7 @@
 //   argv[1]  the command's pid (in the namespace)
 //   argv[2]  the fd of the command's seccomp listener (notify flavour), or "-"
 //   argv[3]  the fd of the manager's mask requests (late deny-read), or "-"
-//   argv[4]  "w": write records (--log-denials), "wr": also the root rules (a setuid file's
+//   argv[4]  "w": file records (--log-denials), "wr": also the root rules (a setuid file's
 //            creation is evidence), "-" or absent: none
 //   fd 3     the status pipe (pty/supervisor_protocol.h): records, then the command's status
 //
@@ -24,10 +24,11 @@
 //
 // With a seccomp listener, init answers every "evidence" call of the filter (seccomp.h) with
 // EPERM itself and never lets one continue, so there is nothing to race; it counts them by
-// syscall and key argument (64 distinct at most) and sends them before the status. With write
-// records, the calls that change a name are held too (pty/write_notice.h): init records the
-// ones whose path lies on a read-only mount of the view it shares with the command and lets
-// every one of them continue; the mounts decide, as without records.
+// syscall and key argument (64 distinct at most) and sends them before the status. With file
+// records, every open and the calls that change a name are held too (pty/write_notice.h):
+// init records the writes whose path lies on a read-only mount of the view it shares with
+// the command and the reads that land on a mask, and lets every one of them continue; the
+// mounts decide, as without records.
 //
 // A second use, inside bwrap (which has a pid 1 of its own): `uexec-init --exec NOTIFY
 // FALLBACK CHANNEL -- COMMAND...` loads the notify flavour of the filter (the raw BPF in fd
@@ -42,6 +43,7 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <linux/filter.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -53,6 +55,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -106,7 +109,7 @@ static void write_all(const void* p, size_t n) {
   }
 }
 
-static int write_records = 0;   /* argv[4] "w" */
+static int file_records = 0;   /* argv[4] "w" */
 static int setid_evidence = 0;  /* argv[4] "wr" */
 
 static int read_only_at(const char* path) {
@@ -114,11 +117,44 @@ static int read_only_at(const char* path) {
   return statvfs(path, &v) == 0 && (v.f_flag & ST_RDONLY);
 }
 
-/* The rule by the view's mounts (uexec_wn_forbids_fn): the change lands on a read-only
- * mount. The view's own devices and /proc never count. */
+/* Is `path` a mask: mode 000 on a tmpfs of 4 KiB mounted right there (its parent is on
+ * another device)? Only uexec's masks (launch-time and late) are: the command cannot mount,
+ * and the view's own tmpfs mounts (/dev, a private /tmp) are larger. */
+static int is_mask(const char* path) {
+  struct stat st, up;
+  struct statfs fs;
+  char parent[UEXEC_SUP_MAX_MASK_PATH];
+  if (lstat(path, &st) != 0 || (st.st_mode & 07777) != 0 || statfs(path, &fs) != 0 || fs.f_type != TMPFS_MAGIC ||
+      (unsigned long long)fs.f_blocks * (unsigned long long)fs.f_bsize > 4096)
+    return 0;
+  snprintf(parent, sizeof parent, "%s", path);
+  char* slash = strrchr(parent, '/');
+  if (!slash) return 0;
+  slash[slash == parent ? 1 : 0] = '\0';
+  return stat(parent, &up) == 0 && up.st_dev != st.st_dev;
+}
+
+/* A read lands on a mask when `path`, or the nearest ancestor that exists (a name hidden
+ * below a masked directory is missing: ENOENT, or EACCES when init's user namespace is an
+ * unprivileged user's), is one. */
+static int masked_at(const char* path) {
+  char p[UEXEC_SUP_MAX_MASK_PATH];
+  struct stat st;
+  snprintf(p, sizeof p, "%s", path);
+  while (lstat(p, &st) != 0) {
+    char* slash = strrchr(p, '/');
+    if ((errno != ENOENT && errno != EACCES) || !slash || slash == p) return 0;
+    *slash = '\0';
+  }
+  return is_mask(p);
+}
+
+/* The rule by the view's mounts (uexec_wn_forbids_fn): a change lands on a read-only
+ * mount, a read on a mask. The view's own devices and /proc never count. */
 static int mount_forbids(void* ctx, const char* path, enum uexec_wn_place place) {
   (void)ctx;
   if (strncmp(path, "/dev/", 5) == 0 || strcmp(path, "/dev") == 0 || strncmp(path, "/proc/", 6) == 0) return 0;
+  if (place == UEXEC_WN_READ) return masked_at(path);
   if (place != UEXEC_WN_NAME) return read_only_at(path);
   char parent[UEXEC_SUP_MAX_MASK_PATH];
   snprintf(parent, sizeof parent, "%s", path);
@@ -127,18 +163,20 @@ static int mount_forbids(void* ctx, const char* path, enum uexec_wn_place place)
   return read_only_at(parent);
 }
 
-/* A held write: recorded when it would change what the view's mounts forbid. */
-static void note_write(int listener, const struct seccomp_notif* n) {
+/* A held file call: recorded when it would write or read what the view's mounts forbid. */
+static void note_file_call(int listener, const struct seccomp_notif* n) {
   char path[UEXEC_SUP_MAX_MASK_PATH];
-  if (!uexec_wn_judge((pid_t)n->pid, &n->data, mount_forbids, NULL, path, sizeof path)) return;
+  int place = uexec_wn_judge((pid_t)n->pid, &n->data, mount_forbids, NULL, path, sizeof path);
+  if (!place) return;
   /* The path was read from the caller that is still waiting, not from a reused pid. */
   __u64 id = n->id;
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0)
-    uexec_sup_count(records, &nrecords, UEXEC_SUP_MAX_RECORDS, &dropped, UEXEC_SUP_WRITE, n, path);
+    uexec_sup_count(records, &nrecords, UEXEC_SUP_MAX_RECORDS, &dropped,
+                    place == UEXEC_WN_READ ? UEXEC_SUP_READ : UEXEC_SUP_WRITE, n, path);
 }
 
-/* One pending notification: an evidence call is denied with EPERM and counted; a held write
- * (write records) continues, recorded when the view forbids it. */
+/* One pending notification: an evidence call is denied with EPERM and counted; a held file
+ * call (file records) continues, recorded when the view forbids it. */
 static void answer(int listener) {
   struct seccomp_notif req;
   struct seccomp_notif_resp resp;
@@ -146,8 +184,8 @@ static void answer(int listener) {
   if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) < 0) return;  /* the caller died: fine */
   memset(&resp, 0, sizeof resp);
   resp.id = req.id;
-  if (write_records && uexec_wn_is_write_call(&req.data) && !(setid_evidence && uexec_wn_makes_setid(&req.data))) {
-    note_write(listener, &req);
+  if (file_records && uexec_wn_is_file_call(&req.data) && !(setid_evidence && uexec_wn_makes_setid(&req.data))) {
+    note_file_call(listener, &req);
     resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
   } else {
     uexec_sup_count(records, &nrecords, UEXEC_SUP_MAX_RECORDS, &dropped, UEXEC_SUP_DENY, &req, NULL);
@@ -299,13 +337,12 @@ static int held_open(const char* path, int dir, const struct stat* was) {
 
 /* One mask request: 'f' or 'd', then the path. A path that is gone, or that now runs
  * through a symlink, is left alone. A mask covers the name from now on, not what was opened
- * through it before: when a process of the sandbox holds the file (an fd, a mapping, a
- * directory fd or cwd below a masked directory), every process here is stopped and the
+ * through it before: when a process of the sandbox still holds the file (an fd, a mapping,
+ * a directory fd or cwd below a masked directory), every process here is stopped and the
  * manager is told ("H" and the path), and it ends the session (docs/sandbox.md §3.8). The
- * holders are looked for twice: before the mask, so that one found then is stopped before the
- * mask is visible and reads nothing written after it; and after, for an open that raced the
- * mount (that one runs on until the second look ends). A mask that cannot be mounted is
- * reported too ("F"). */
+ * mask goes on first and the holders are looked for after: a look before would leave the
+ * name open for as long as the sandbox makes that look take (its processes and fds). A
+ * mask that cannot be mounted is reported too ("F"). */
 static void mask_request(int control) {
   char buf[UEXEC_SUP_MAX_MASK_PATH + 2];
   ssize_t n = recv(control, buf, sizeof buf - 1, MSG_DONTWAIT);
@@ -335,8 +372,6 @@ static void mask_request(int control) {
     close(target); /* replaced meanwhile, or masked already: the next event says more */
     return;
   }
-  int held = held_open(buf + 1, dir, &st);
-  if (held) kill(-1, SIGSTOP);
   {
     int src = open_tree(mask_mnt, dir ? "d" : "f", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
     if (src >= 0) {
@@ -355,7 +390,7 @@ static void mask_request(int control) {
     send(control, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
     return;
   }
-  if (held || held_open(buf + 1, dir, &st)) {
+  if (held_open(buf + 1, dir, &st)) {
     kill(-1, SIGSTOP);
     buf[0] = 'H';
     send(control, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -469,11 +504,11 @@ int main(int argc, char** argv) {
   if (command_pid <= 1) return 125;
   int listener = argc > 2 && argv[2][0] != '-' ? atoi(argv[2]) : -1;
   /* A held call wakes init on the caller's CPU (Linux 6.6+; ignored before): the round trip
-   * of a held write drops by about a third. */
+   * of a held file call drops by about a third. */
   if (listener >= 0) ioctl(listener, SECCOMP_IOCTL_NOTIF_SET_FLAGS, SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP);
   int control = argc > 3 && argv[3][0] != '-' ? atoi(argv[3]) : -1;
-  write_records = argc > 4 && argv[4][0] == 'w';
-  setid_evidence = write_records && argv[4][1] == 'r';
+  file_records = argc > 4 && argv[4][0] == 'w';
+  setid_evidence = file_records && argv[4][1] == 'r';
   if (control >= 0) make_mask_source();
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  /* nothing in the sandbox may read or trace init */
 

@@ -61,7 +61,7 @@ Result<void> add(Ctx& ctx, uint32_t action, int nr, std::initializer_list<scmp_a
 }
 
 Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool notify, bool deny_unix,
-                                                  bool log_writes) {
+                                                  FileRecords files) {
   Ctx ctx;
   ctx.c = seccomp_init(SCMP_ACT_ALLOW);
   if (!ctx.c) return Error::sys("seccomp_init", ENOMEM);
@@ -141,16 +141,21 @@ Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool 
     }
     TRY(rule(enosys, SCMP_SYS(openat2), {}, "openat2"));  // its mode is behind a pointer
   }
-  // Write records (--log-denials): the calls that change a name wait for the listener, which
-  // records the ones the sandbox forbids and lets every one continue (pty/write_notice.h).
-  if (notify && log_writes) {
-    for (unsigned long long bit : {static_cast<unsigned long long>(O_WRONLY), static_cast<unsigned long long>(O_RDWR),
-                                   static_cast<unsigned long long>(O_CREAT), static_cast<unsigned long long>(O_TRUNC)}) {
-      TRY(rule(SCMP_ACT_NOTIFY, SCMP_SYS(open), {SCMP_A1(SCMP_CMP_MASKED_EQ, bit, bit)}, "open (write records)"));
-      TRY(rule(SCMP_ACT_NOTIFY, SCMP_SYS(openat), {SCMP_A2(SCMP_CMP_MASKED_EQ, bit, bit)}, "openat (write records)"));
+  // File records (--log-denials): the calls that change a name and the opens that write, or
+  // every open when reads are judged too, wait for the listener, which records the ones the
+  // sandbox forbids and lets every one continue (pty/write_notice.h). The root rules above
+  // are notify rules too: the listener tells them apart.
+  if (notify && files != FileRecords::kNone) {
+    for (int nr : uexec_wn_calls) {
+      if (files == FileRecords::kWritesAndReads || (nr != SYS_open && nr != SYS_openat)) {
+        TRY(rule(SCMP_ACT_NOTIFY, nr, {}, "file records"));
+        continue;
+      }
+      const unsigned flags_arg = nr == SYS_open ? 1 : 2;
+      for (unsigned long long bit : {static_cast<unsigned long long>(O_WRONLY), static_cast<unsigned long long>(O_RDWR),
+                                     static_cast<unsigned long long>(O_CREAT), static_cast<unsigned long long>(O_TRUNC)})
+        TRY(rule(SCMP_ACT_NOTIFY, nr, {SCMP_CMP(flags_arg, SCMP_CMP_MASKED_EQ, bit, bit)}, "file records (writes)"));
     }
-    for (int nr : uexec_wn_calls)
-      if (nr != SYS_open && nr != SYS_openat) TRY(rule(SCMP_ACT_NOTIFY, nr, {}, "write records"));
   }
 #undef TRY
   UniqueFd mem(static_cast<int>(::syscall(SYS_memfd_create, "uexec-bpf", MFD_CLOEXEC)));
@@ -170,18 +175,23 @@ Result<std::shared_ptr<const BpfProgram>> compile(bool network, bool root, bool 
 }  // namespace
 
 Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root, bool notify, bool deny_unix,
-                                                         bool log_writes) {
+                                                         FileRecords files) {
   static std::mutex mu;
-  static std::shared_ptr<const BpfProgram> cache[2][2][2][2][2];
+  static std::shared_ptr<const BpfProgram> cache[2][2][2][2][3];
   std::lock_guard<std::mutex> lock(mu);
-  log_writes = log_writes && notify;
-  auto& slot = cache[network ? 1 : 0][root ? 1 : 0][notify ? 1 : 0][deny_unix ? 1 : 0][log_writes ? 1 : 0];
+  if (!notify) files = FileRecords::kNone;
+  auto& slot = cache[network ? 1 : 0][root ? 1 : 0][notify ? 1 : 0][deny_unix ? 1 : 0][static_cast<int>(files)];
   if (!slot) {
-    auto p = compile(network, root, notify, deny_unix, log_writes);
+    auto p = compile(network, root, notify, deny_unix, files);
     if (!p) return std::move(p).error();
     slot = *p;
   }
   return slot;
+}
+
+FileRecords file_records_for(const pty::FileView* view) noexcept {
+  if (!view) return FileRecords::kNone;
+  return view->judges_reads ? FileRecords::kWritesAndReads : FileRecords::kWrites;
 }
 
 Result<UniqueFd> seccomp_memfd(const BpfProgram& program) {
@@ -250,8 +260,8 @@ SeccompRecordText describe_seccomp_record(int nr, unsigned arch, const std::uint
   return {"kernel", name};
 }
 
-SeccompRecordText describe_write_record(int nr, unsigned arch, const std::string& path) {
-  return {"fs_write", syscall_name(nr, arch) + " " + path};
+SeccompRecordText describe_file_record(int nr, unsigned arch, const std::string& path, bool read) {
+  return {read ? "fs_read" : "fs_write", syscall_name(nr, arch) + " " + path};
 }
 
 int apply_seccomp(const void* program, int) noexcept {

@@ -31,6 +31,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "pty/file_view.h"
 
 namespace uexec::policy {
 
@@ -42,12 +43,16 @@ struct BpfProgram {
 // The compiled filter for this variant; cached for the life of the process.
 // `deny_unix`: socket(AF_UNIX) fails too (socketpair stays): the Landlock-only backend cannot
 // hide host pathname sockets, so it refuses to make unix sockets at all (docs/sandbox.md §3.6).
-// `log_writes` (notify flavour only): the calls that change a name are held for the
-// listener too, which records the ones the sandbox forbids (pty/write_notice.h).
+// `files` (notify flavour only): the calls that change a name, and the opens that write (or,
+// with kWritesAndReads, every open), are held for the listener too, which records the ones
+// the sandbox forbids (pty/write_notice.h).
+enum class FileRecords : std::uint8_t { kNone, kWrites, kWritesAndReads };
 [[nodiscard]] base::Result<std::shared_ptr<const BpfProgram>> seccomp_program(bool network, bool root,
                                                                               bool notify = false,
                                                                               bool deny_unix = false,
-                                                                              bool log_writes = false);
+                                                                              FileRecords files = FileRecords::kNone);
+// What a spawn's file records need held: reads only when its view hides something.
+FileRecords file_records_for(const pty::FileView* view) noexcept;
 
 // The program as raw BPF in a sealed memfd, for bwrap's --seccomp FD.
 [[nodiscard]] base::Result<base::UniqueFd> seccomp_memfd(const BpfProgram& program);
@@ -69,7 +74,8 @@ struct SeccompRecordText {
   std::string detail;
 };
 SeccompRecordText describe_seccomp_record(int nr, unsigned arch, const std::uint64_t args[3]);
-// What a write record (--log-denials) means: kind "fs_write", detail "openat /etc/hosts".
-SeccompRecordText describe_write_record(int nr, unsigned arch, const std::string& path);
+// What a file record (--log-denials) means: kind "fs_write" (or "fs_read" for a read of what
+// the sandbox hides), detail "openat /etc/hosts".
+SeccompRecordText describe_file_record(int nr, unsigned arch, const std::string& path, bool read);
 
 }  // namespace uexec::policy

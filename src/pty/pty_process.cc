@@ -117,7 +117,7 @@ Result<std::unique_ptr<PtyProcess>> PtyProcess::start(loop::Loop& loop, ChildRea
   self->pid_ = spawned->pid;
   self->status_ = std::move(spawned->status);
   if (spec.seccomp_listener_channel >= 0) {
-    auto l = SeccompListener::watch(loop, spec.seccomp_listener_channel, spec.write_records);
+    auto l = SeccompListener::watch(loop, spec.seccomp_listener_channel, spec.file_records);
     if (!l) return std::move(l).error();  // the destructor kills and reaps the child
     self->seccomp_ = std::move(*l);
   }
@@ -405,7 +405,8 @@ void PtyProcess::handle_exit(const ExitStatus& reaped) {
     // first): keep init's own status.
     uexec_sup_record rec{};
     while (::read(status_.get(), &rec, sizeof rec) == static_cast<ssize_t>(sizeof rec)) {
-      if ((rec.type == UEXEC_SUP_DENY || rec.type == UEXEC_SUP_WRITE) && supervisor_records_.size() < UEXEC_SUP_MAX_RECORDS) {
+      bool listed = rec.type == UEXEC_SUP_DENY || rec.type == UEXEC_SUP_WRITE || rec.type == UEXEC_SUP_READ;
+      if (listed && supervisor_records_.size() < UEXEC_SUP_MAX_RECORDS) {
         rec.path[UEXEC_SUP_PATH_MAX - 1] = '\0';
         supervisor_records_.push_back(rec);
       } else if (rec.type == UEXEC_SUP_STAT) {

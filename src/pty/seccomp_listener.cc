@@ -14,8 +14,8 @@
 namespace uexec::pty {
 
 base::Result<std::unique_ptr<SeccompListener>> SeccompListener::watch(loop::Loop& loop, int channel,
-                                                                      std::shared_ptr<const WritableView> writes) {
-  std::unique_ptr<SeccompListener> self(new SeccompListener(loop, channel, std::move(writes)));
+                                                                      std::shared_ptr<const FileView> files) {
+  std::unique_ptr<SeccompListener> self(new SeccompListener(loop, channel, std::move(files)));
   if (!self->take_listener())
     if (auto r = self->poll_on(channel); !r) return std::move(r).error();
   return self;
@@ -85,8 +85,8 @@ bool SeccompListener::answer_one() noexcept {
   }
   seccomp_notif_resp resp{};
   resp.id = req.id;
-  if (writes_ && uexec_wn_is_write_call(&req.data) && !(writes_->setid_evidence && uexec_wn_makes_setid(&req.data))) {
-    note_write(req);
+  if (files_ && uexec_wn_is_file_call(&req.data) && !(files_->setid_evidence && uexec_wn_makes_setid(&req.data))) {
+    note_file_call(req);
     resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
   } else {
     uexec_sup_count(table_.data(), &kept_, UEXEC_SUP_MAX_RECORDS, &dropped_, UEXEC_SUP_DENY, &req, nullptr);
@@ -96,22 +96,25 @@ bool SeccompListener::answer_one() noexcept {
   return true;
 }
 
-void SeccompListener::note_write(const seccomp_notif& n) noexcept {
-  // The policy's lists decide (WritableView); uexec_wn_judge's rule is a C callback.
-  auto by_view = [](void* view, const char* path, uexec_wn_place) -> int {
+void SeccompListener::note_file_call(const seccomp_notif& n) noexcept {
+  // The policy's lists decide (FileView); uexec_wn_judge's rule is a C callback.
+  auto by_view = [](void* view, const char* path, uexec_wn_place place) -> int {
     try {
-      return static_cast<const WritableView*>(view)->forbids(path) ? 1 : 0;
+      const auto* v = static_cast<const FileView*>(view);
+      return (place == UEXEC_WN_READ ? v->forbids_read(path) : v->forbids_write(path)) ? 1 : 0;
     } catch (const std::bad_alloc&) {
       return 0;
     }
   };
   char path[4096];
-  auto* view = const_cast<WritableView*>(writes_.get());
-  if (!uexec_wn_judge(static_cast<pid_t>(n.pid), &n.data, by_view, view, path, sizeof path)) return;
+  auto* view = const_cast<FileView*>(files_.get());
+  int place = uexec_wn_judge(static_cast<pid_t>(n.pid), &n.data, by_view, view, path, sizeof path);
+  if (!place) return;
   // The path was read from the caller that is still waiting, not from a reused pid.
   __u64 id = n.id;
   if (::ioctl(fd_.get(), SECCOMP_IOCTL_NOTIF_ID_VALID, &id) != 0) return;
-  uexec_sup_count(table_.data(), &kept_, UEXEC_SUP_MAX_RECORDS, &dropped_, UEXEC_SUP_WRITE, &n, path);
+  uexec_sup_count(table_.data(), &kept_, UEXEC_SUP_MAX_RECORDS, &dropped_,
+                  place == UEXEC_WN_READ ? UEXEC_SUP_READ : UEXEC_SUP_WRITE, &n, path);
 }
 
 void SeccompListener::drain() noexcept {

@@ -8,9 +8,10 @@
 // built its namespaces for bwrap) and then answers, on the loop, each notification with EPERM
 // (never CONTINUE, so there is nothing to race) and counts it by syscall, architecture and key
 // argument (socket's family, ioctl's request) as init does, UEXEC_SUP_MAX_RECORDS distinct at
-// most. With write records (a WritableView), the calls that change a name are held too: the
-// path each changes is read from the caller (pty/write_notice.h), recorded when the view
-// forbids it, and the call continues (the kernel's layers decide, as without records).
+// most. With file records (a FileView), every open and the calls that change a name are held
+// too: the path each writes or reads is read from the caller (pty/write_notice.h), recorded
+// when the view forbids it, and the call continues (the kernel's layers decide, as without
+// records).
 //
 // Only denied calls reach us; each waits for a loop turn, allowed calls cost nothing. A denied
 // call made before the listener is taken waits in the kernel until it is. When the listener
@@ -28,7 +29,7 @@
 #include "loop/loop.h"
 #include "loop/uv_handle.h"
 #include "pty/supervisor_protocol.h"
-#include "pty/writable_view.h"
+#include "pty/file_view.h"
 
 namespace uexec::pty {
 
@@ -36,9 +37,9 @@ class SeccompListener {
  public:
   // Takes the listener from `channel` (borrowed: it must outlive this object) when it comes,
   // then answers its notifications on `loop`.
-  // `writes`: hold and record write calls by this view (null: none).
+  // `files`: hold and record file calls by this view (null: none).
   [[nodiscard]] static base::Result<std::unique_ptr<SeccompListener>> watch(
-      loop::Loop& loop, int channel, std::shared_ptr<const WritableView> writes = nullptr);
+      loop::Loop& loop, int channel, std::shared_ptr<const FileView> files = nullptr);
   ~SeccompListener();
   SeccompListener(const SeccompListener&) = delete;
   SeccompListener& operator=(const SeccompListener&) = delete;
@@ -46,26 +47,26 @@ class SeccompListener {
   // Answers every notification pending right now (the command has exited: its last calls),
   // taking the listener first if it is still in the channel.
   void drain() noexcept;
-  // What was denied so far, aggregated (UEXEC_SUP_DENY; UEXEC_SUP_WRITE for forbidden writes).
+  // What was denied so far, aggregated (UEXEC_SUP_DENY; UEXEC_SUP_WRITE, UEXEC_SUP_READ for forbidden file calls).
   std::span<const uexec_sup_record> records() const noexcept { return {table_.data(), kept_}; }
   // Records not kept: more than UEXEC_SUP_MAX_RECORDS distinct ones.
   unsigned dropped() const noexcept { return dropped_; }
 
  private:
-  SeccompListener(loop::Loop& loop, int channel, std::shared_ptr<const WritableView> writes)
-      : loop_(&loop), channel_(channel), writes_(std::move(writes)) {}
+  SeccompListener(loop::Loop& loop, int channel, std::shared_ptr<const FileView> files)
+      : loop_(&loop), channel_(channel), files_(std::move(files)) {}
   static void on_poll(uv_poll_t* h, int status, int events) noexcept;
   base::Result<void> poll_on(int fd);
   bool take_listener() noexcept;  // from the channel; true when it came
   bool answer_one() noexcept;     // false when nothing was pending or the listener failed
-  void note_write(const seccomp_notif& n) noexcept;  // a held write: recorded if forbidden
+  void note_file_call(const seccomp_notif& n) noexcept;  // a held write: recorded if forbidden
   void stop() noexcept;
 
   loop::Loop* loop_;
   int channel_;         // until the listener came
   base::UniqueFd fd_;   // the listener
   loop::UvHandle<uv_poll_t> poll_;
-  std::shared_ptr<const WritableView> writes_;
+  std::shared_ptr<const FileView> files_;
   std::array<uexec_sup_record, UEXEC_SUP_MAX_RECORDS> table_{};
   unsigned kept_ = 0;     // records in table_
   unsigned dropped_ = 0;

@@ -94,7 +94,7 @@ struct ChildArgs {
   int channel;           // supervisor channel, or -1
   void* command_stack;   // where pid 1 runs the command's process
   char pid_text[16];     // the command's pid, for init's argv
-  char write_mode[4];    // init's argv[4]: "-", or "w" (write records) and "r" (setuid is evidence)
+  char records_mode[4];  // init's argv[4]: "-", or "w" (file records) and "r" (setuid is evidence)
   // Written by a child, read by the parent after clone returns (CLONE_VFORK orders it).
   int err_no;
   const char* failed_step;
@@ -257,7 +257,7 @@ int pid1_main(void* raw) noexcept {
   char name[] = "uexec-init";
   char listener_fd[] = "4", control_fd[] = "5", dash[] = "-";
   char* init_argv[] = {name, a->pid_text, listener >= 0 ? listener_fd : dash, control ? control_fd : dash,
-                       a->write_mode, nullptr};
+                       a->records_mode, nullptr};
   char* init_envp[] = {nullptr};
   sigset_t none;
   sigemptyset(&none);
@@ -406,10 +406,10 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
     args.init_fd = spec.init_fd;
     args.status_fd = status_write.get();
     args.channel = spec.supervisor_channel;
-    std::string mode = spec.write_records && spec.write_records->by_mounts
-                           ? std::string("w") + (spec.write_records->setid_evidence ? "r" : "")
+    std::string mode = spec.file_records && spec.file_records->by_mounts
+                           ? std::string("w") + (spec.file_records->setid_evidence ? "r" : "")
                            : std::string("-");
-    std::memcpy(args.write_mode, mode.c_str(), mode.size() + 1);
+    std::memcpy(args.records_mode, mode.c_str(), mode.size() + 1);
   }
 
   static thread_local ChildStack stack;

@@ -31,7 +31,7 @@
 
 #include "base/result.h"
 #include "base/unique_fd.h"
-#include "pty/writable_view.h"
+#include "pty/file_view.h"
 
 namespace uexec::pty {
 
@@ -76,9 +76,9 @@ struct SpawnSpec {
   // sends its seccomp listener before it execs, for PtyProcess to answer
   // (pty/seccomp_listener.h); owned by `keep`. -1: none.
   int seccomp_listener_channel = -1;
-  // Write records (--log-denials; pty/write_notice.h): the filter holds the calls that change
-  // a name, and their listener records the ones this view forbids. Null: none.
-  std::shared_ptr<const WritableView> write_records;
+  // File records (--log-denials; pty/write_notice.h): the filter holds every open and the
+  // calls that change a name, and their listener records the ones this view forbids. Null: none.
+  std::shared_ptr<const FileView> file_records;
   std::vector<std::string> late_deny;  // absolute deny-read globs to keep masking after launch
   std::shared_ptr<const void> keep;      // owns whatever the steps' args point into
 };

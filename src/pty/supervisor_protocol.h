@@ -28,19 +28,20 @@
 #define UEXEC_SUP_DENY 0x594e4544u /* "DENY" */
 #define UEXEC_SUP_STAT 0x54415453u /* "STAT" */
 #define UEXEC_SUP_WRITE 0x54495257u /* "WRIT" */
+#define UEXEC_SUP_READ 0x44414552u  /* "READ" */
 #define UEXEC_SUP_PATH_MAX 200
 #define UEXEC_SUP_MAX_RECORDS 64
 #define UEXEC_SUP_MAX_MASK_PATH 4096
 
 struct uexec_sup_record {
-  uint32_t type;    /* UEXEC_SUP_DENY, UEXEC_SUP_WRITE or UEXEC_SUP_STAT */
-  int32_t nr;       /* DENY, WRITE: the syscall number */
-  uint32_t arch;    /* DENY, WRITE: its AUDIT_ARCH */
-  int32_t pid;      /* DENY, WRITE: the first caller, in the sandbox's pid namespace */
-  uint32_t count;   /* DENY, WRITE: how many calls matched; STAT: how many records were not kept */
+  uint32_t type;    /* UEXEC_SUP_DENY, UEXEC_SUP_WRITE, UEXEC_SUP_READ or UEXEC_SUP_STAT */
+  int32_t nr;       /* DENY, WRITE, READ: the syscall number */
+  uint32_t arch;    /* DENY, WRITE, READ: its AUDIT_ARCH */
+  int32_t pid;      /* DENY, WRITE, READ: the first caller, in the sandbox's pid namespace */
+  uint32_t count;   /* DENY, WRITE, READ: how many calls matched; STAT: how many records were not kept */
   int32_t status;   /* STAT: the command's wait status */
   uint64_t args[3]; /* DENY: the first three arguments of the first call */
-  char path[UEXEC_SUP_PATH_MAX]; /* WRITE: the absolute path (uexec_sup_fit_path: a long one loses its middle to "...") */
+  char path[UEXEC_SUP_PATH_MAX]; /* WRITE, READ: the absolute path (uexec_sup_fit_path: a long one loses its middle to "...") */
 };
 
 /* Around C that C++ includes too (here and pty/write_notice.h): C++'s cast warnings off. */
@@ -76,13 +77,14 @@ static inline void uexec_sup_fit_path(char out[UEXEC_SUP_PATH_MAX], const char* 
 
 /* Counts one call in `records` (`*n` in use, `max` room; C for uexec-init, C++ for the
  * manager's listener): a repeat (same type and syscall, and the same key argument for DENY:
- * socket's family, ioctl's request; the same fitted path for WRITE) adds to its record's count, a
- * new one is appended, or counted in `*dropped` when the table is full. `path`: WRITE only. */
+ * socket's family, ioctl's request; the same fitted path for WRITE and READ) adds to its record's count, a
+ * new one is appended, or counted in `*dropped` when the table is full. `path`: WRITE and READ
+ * only (NULL for DENY). */
 static inline void uexec_sup_count(struct uexec_sup_record* records, unsigned* n, unsigned max, unsigned* dropped,
                                    uint32_t type, const struct seccomp_notif* call, const char* path) {
   const int key = call->data.nr == 16 /* x86_64 ioctl */ ? 1 : 0;
   char fitted[UEXEC_SUP_PATH_MAX] = "";
-  if (type == UEXEC_SUP_WRITE) uexec_sup_fit_path(fitted, path);
+  if (path) uexec_sup_fit_path(fitted, path);
   for (unsigned i = 0; i < *n; ++i) {
     struct uexec_sup_record* r = &records[i];
     if (r->type != type || r->nr != (int32_t)call->data.nr || r->arch != call->data.arch) continue;
@@ -103,7 +105,7 @@ static inline void uexec_sup_count(struct uexec_sup_record* records, unsigned* n
   r->pid = (int32_t)call->pid;
   r->count = 1;
   for (int i = 0; i < 3; ++i) r->args[i] = call->data.args[i];
-  if (type == UEXEC_SUP_WRITE) memcpy(r->path, fitted, sizeof fitted);
+  if (path) memcpy(r->path, fitted, sizeof fitted);
 }
 
 UEXEC_SHARED_C_END

@@ -1,21 +1,22 @@
-/* write_notice.h: which path a file-changing system call was about to change, read from the
- * caller, for `--log-denials`'s filesystem records (docs/sandbox.md §5.4).
+/* write_notice.h: which path a file system call was about to write, or read where the
+ * sandbox hides it, read from the caller, for `--log-denials`'s filesystem records
+ * (docs/sandbox.md §5.4).
  *
- * With write records asked for, the seccomp filter's notify flavour also holds the calls that
- * change a name (open/openat/creat for writing, mkdir, unlink, rmdir, rename, link, symlink,
- * truncate, mknod; seccomp.h) until the listener answers. The listener (uexec-init for the
- * namespace backend, the manager's SeccompListener for Landlock-only and bwrap) reads the
- * path from the caller's memory, makes it absolute against the caller's cwd or dirfd (from
- * /proc), finds where the change lands (uexec_wn_judge: the file written, the directory a
- * name is added to or taken from, O_TMPFILE's directory; a call that fails before the
- * kernel's write check, such as mkdir of an existing name, is not judged), asks the
- * listener's rule whether the sandbox forbids it (init: a read-only mount of the sandbox's
- * view; the manager: the policy's writable roots and carve-outs), records it if so, and
- * lets the call continue: the kernel's own layers (mounts, Landlock)
+ * With file records asked for, the seccomp filter's notify flavour also holds every open and
+ * openat, and the calls that change a name (creat, mkdir, unlink, rmdir, rename, link,
+ * symlink, truncate, mknod; seccomp.h), until the listener answers. The listener (uexec-init
+ * for the namespace backend, the manager's SeccompListener for Landlock-only and bwrap) reads
+ * the path from the caller's memory, makes it absolute against the caller's cwd or dirfd
+ * (from /proc), finds where the call lands (uexec_wn_judge: the file written or read, the
+ * directory a name is added to or taken from, O_TMPFILE's directory; a call that fails before
+ * the kernel's permission check, such as mkdir of an existing name, is not judged), asks the
+ * listener's rule whether the sandbox forbids it (init: a read-only mount or a mask of the
+ * sandbox's view; the manager: the policy's writable roots, carve-outs and hidden paths),
+ * records it if so, and lets the call continue: the kernel's own layers (mounts, Landlock)
  * still decide, so a mistake here can only misreport, never allow. Best effort by nature:
  * the path is read while the caller waits and a symlink on the way is judged where it points
  * when the listener looks (it can be retargeted in between), and openat2 is not held. Only
- * `uexec sandbox --log-denials` asks for write records: the manager's listener answers on
+ * `uexec sandbox --log-denials` asks for file records: the manager's listener answers on
  * that command's own loop, never a daemon's.
  *
  * Static inline C: included by uexec-init (C, musl or glibc -static) and by the manager
@@ -24,6 +25,7 @@
 #ifndef UEXEC_PTY_WRITE_NOTICE_H
 #define UEXEC_PTY_WRITE_NOTICE_H
 
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/seccomp.h>
 #include <stdint.h>
@@ -39,21 +41,18 @@
 
 UEXEC_SHARED_C_BEGIN
 
-/* The syscalls held for write records (x86_64: foreign ABIs are killed by the filter). */
+/* The syscalls held for file records (x86_64: foreign ABIs are killed by the filter). */
 static const int uexec_wn_calls[] = {SYS_open,   SYS_openat,   SYS_creat,      SYS_mkdir,    SYS_mkdirat,
                                      SYS_unlink, SYS_unlinkat, SYS_rmdir,      SYS_rename,   SYS_renameat,
                                      SYS_renameat2, SYS_link,  SYS_linkat,     SYS_symlink,  SYS_symlinkat,
                                      SYS_truncate, SYS_mknod,  SYS_mknodat};
-#define UEXEC_WN_OPEN_WRITE_FLAGS (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC)
 /* The open flag bits with which the mode argument counts: O_CREAT, and the kernel's
  * __O_TMPFILE bit alone (glibc's O_TMPFILE adds O_DIRECTORY); an O_TMPFILE file can be
  * linked in later with linkat. */
 #define UEXEC_WN_TMPFILE_BIT 020000000
 
-/* Is `d` a call the write rules hold (open-like calls only with a write flag)? */
-static inline int uexec_wn_is_write_call(const struct seccomp_data* d) {
-  if (d->nr == SYS_open) return (d->args[1] & UEXEC_WN_OPEN_WRITE_FLAGS) != 0;
-  if (d->nr == SYS_openat) return (d->args[2] & UEXEC_WN_OPEN_WRITE_FLAGS) != 0;
+/* Is `d` a call the file-record rules hold? */
+static inline int uexec_wn_is_file_call(const struct seccomp_data* d) {
   for (unsigned i = 0; i < sizeof uexec_wn_calls / sizeof uexec_wn_calls[0]; ++i)
     if ((int)d->nr == uexec_wn_calls[i]) return 1;
   return 0;
@@ -138,6 +137,9 @@ static inline int uexec_wn_absolute(pid_t pid, int dirfd, const char* rel, char*
  * outside is judged, and named, where it points. */
 static inline void uexec_wn_resolve(char* path, size_t n, int follow_last) {
   char real[4096];
+  /* /proc's links would resolve in the listener's own process (/proc/self, fd links): left
+   * as they are, and /proc never counts. */
+  if (strncmp(path, "/proc/", 6) == 0) return;
   if (follow_last && realpath(path, real) && strlen(real) < n) {
     memcpy(path, real, strlen(real) + 1);
     return;
@@ -163,9 +165,11 @@ enum uexec_wn_place {
   UEXEC_WN_FILE = 1,   /* an existing file's contents (open for writing, truncate): the file */
   UEXEC_WN_NAME = 2,   /* a name added to or taken from its directory: that directory */
   UEXEC_WN_INSIDE = 3, /* an unnamed file made inside this directory (O_TMPFILE) */
+  UEXEC_WN_READ = 4,   /* a file or directory opened without writing (it may not exist: its
+                          directory may be hidden) */
 };
 
-/* The listener's rule: does the sandbox forbid this change of `path` (absolute, resolved)? */
+/* The listener's rule: does the sandbox forbid this call at `path` (absolute, resolved), landing at `place`? */
 typedef int (*uexec_wn_forbids_fn)(void* ctx, const char* path, enum uexec_wn_place place);
 
 /* Does `rel` end in "." or ".." (a name no call here adds, takes or writes: EEXIST, EISDIR,
@@ -188,6 +192,33 @@ static inline int uexec_wn_name(pid_t pid, int dirfd, uint64_t ptr, int follow_l
   if (uexec_wn_absolute(pid, dirfd, rel, out, n) != 0) return -1;
   uexec_wn_resolve(out, n, follow_last);
   return 0;
+}
+
+/* A directory a call names (O_TMPFILE's), read from the caller, made absolute and resolved
+ * whole ("." and ".." included): 0, or -1 when it cannot be read or does not resolve. */
+static inline int uexec_wn_directory(pid_t pid, int dirfd, uint64_t ptr, char* out, size_t n) {
+  char rel[4096], real[4096];
+  if (uexec_wn_read_string(pid, ptr, rel, sizeof rel) != 0 || rel[0] == '\0') return -1;
+  if (uexec_wn_absolute(pid, dirfd, rel, out, n) != 0) return -1;
+  if (strncmp(out, "/proc/", 6) == 0) return 0; /* as uexec_wn_resolve: never through /proc */
+  if (!realpath(out, real) || strlen(real) >= n) return -1;
+  memcpy(out, real, strlen(real) + 1);
+  return 0;
+}
+
+/* Is the missing `path` missing below a directory (ENOENT, or EACCES under a mode-000 mask,
+ * all the way up to one), not below a file (ENOTDIR)? */
+static inline int uexec_wn_below_directory(const char* path) {
+  char p[4096];
+  struct stat st;
+  snprintf(p, sizeof p, "%s", path);
+  for (;;) {
+    char* slash = strrchr(p, '/');
+    if (!slash) return 0;
+    slash[slash == p ? 1 : 0] = '\0';
+    if (lstat(p, &st) == 0) return S_ISDIR(st.st_mode);
+    if ((errno != ENOENT && errno != EACCES) || slash == p) return 0;
+  }
 }
 
 static inline int uexec_wn_exists(const char* path) {
@@ -226,16 +257,23 @@ static inline int uexec_wn_dangling_target(char* path, size_t n) {
   return 0;
 }
 
-/* Judges the held call `d` of `pid`: 1 with the path into `out` (n bytes) when it would
- * change something the sandbox forbids (`forbids`), 0 when it writes nothing there. A call
- * that fails before any write check is not a denial: a create whose name exists (EEXIST
- * wins over EROFS and Landlock), a remove or rename whose name is missing (RENAME_EXCHANGE:
- * either name), an open that does not write an existing file (O_CREAT alone), an
- * O_CREAT|O_EXCL of an existing name, a directory opened for writing (EISDIR), a last
- * component "." or "..". The last component is followed only by the calls that follow it
- * (open without O_NOFOLLOW, creat, truncate; a dangling link opened with O_CREAT is judged
- * where it points, one link deep); rename, link, unlink and the rest judge the name in its
- * directory, so moving a workspace symlink that points at /usr is a workspace change.
+/* `place` when the listener's rule forbids the call there, else 0. */
+static inline int uexec_wn_verdict(uexec_wn_forbids_fn forbids, void* ctx, const char* path, enum uexec_wn_place place) {
+  return forbids(ctx, path, place) ? (int)place : 0;
+}
+
+/* Judges the held call `d` of `pid`: where it lands (an uexec_wn_place) with the path into
+ * `out` (n bytes) when the sandbox forbids it there (`forbids`), 0 when it writes or reads
+ * nothing forbidden. A call that fails before the kernel's permission check is not a
+ * denial: a create whose name exists (EEXIST wins over EROFS and Landlock), a remove or
+ * rename whose name is missing (RENAME_EXCHANGE: either name), an O_CREAT|O_EXCL of an
+ * existing name, a directory opened for writing (EISDIR), a last component "." or "..",
+ * an O_PATH open (no permission check). An open that writes nothing is judged as a read
+ * (UEXEC_WN_READ), also when its name is missing: the directory that should hold it may be
+ * hidden. The last component is followed only by the calls that follow it (open without
+ * O_NOFOLLOW, creat, truncate; a dangling link an open follows is judged where it points,
+ * one link deep); rename, link, unlink and the rest judge the name in its directory, so
+ * moving a workspace symlink that points at /usr is a workspace change.
  * linkat(fd, "", …, AT_EMPTY_PATH) judges only the new name. */
 static inline int uexec_wn_judge(pid_t pid, const struct seccomp_data* d, uexec_wn_forbids_fn forbids, void* ctx,
                                  char* out, size_t n) {
@@ -245,31 +283,36 @@ static inline int uexec_wn_judge(pid_t pid, const struct seccomp_data* d, uexec_
     int dirfd = nr == SYS_openat ? (int)d->args[0] : cwd;
     uint64_t ptr = nr == SYS_openat ? d->args[1] : d->args[0];
     uint64_t flags = nr == SYS_open ? d->args[1] : nr == SYS_openat ? d->args[2] : (O_CREAT | O_WRONLY | O_TRUNC);
+    if (flags & O_PATH) return 0;
     if ((flags & O_TMPFILE) == O_TMPFILE) {
-      if (uexec_wn_name(pid, dirfd, ptr, 1, out, n) != 0) return 0;
-      return forbids(ctx, out, UEXEC_WN_INSIDE);
+      if (uexec_wn_directory(pid, dirfd, ptr, out, n) != 0) return 0;
+      return uexec_wn_verdict(forbids, ctx, out, UEXEC_WN_INSIDE);
     }
+    const int writes = (flags & (O_WRONLY | O_RDWR | O_TRUNC)) != 0;
     if (uexec_wn_name(pid, dirfd, ptr, !(flags & O_NOFOLLOW), out, n) != 0) return 0;
     struct stat st;
     if (lstat(out, &st) == 0) {
       if ((flags & (O_CREAT | O_EXCL)) == (O_CREAT | O_EXCL)) return 0;  /* EEXIST */
       if (S_ISLNK(st.st_mode)) {
-        /* O_NOFOLLOW: ELOOP. Otherwise the link dangles (a resolvable one was followed), and
-         * O_CREAT makes its target: judged there, one link deep. */
-        if ((flags & O_NOFOLLOW) || !(flags & O_CREAT) || uexec_wn_dangling_target(out, n) != 0) return 0;
+        /* O_NOFOLLOW: ELOOP. Otherwise the link dangles (a resolvable one was followed):
+         * O_CREAT makes its target, judged there, one link deep; without it the open reads
+         * (or fails with ENOENT) where it points. */
+        if ((flags & O_NOFOLLOW) || uexec_wn_dangling_target(out, n) != 0) return 0;
+        if (!(flags & O_CREAT)) return writes ? 0 : uexec_wn_verdict(forbids, ctx, out, UEXEC_WN_READ);
         if (lstat(out, &st) == 0 || !uexec_wn_creatable(out)) return 0;
-        return forbids(ctx, out, UEXEC_WN_NAME);
+        return uexec_wn_verdict(forbids, ctx, out, UEXEC_WN_NAME);
       }
-      if (S_ISDIR(st.st_mode)) return 0;                                  /* EISDIR */
-      if (!(flags & (O_WRONLY | O_RDWR | O_TRUNC))) return 0;             /* opened for reading */
-      return forbids(ctx, out, UEXEC_WN_FILE);
+      if (S_ISDIR(st.st_mode) && writes) return 0; /* EISDIR */
+      return uexec_wn_verdict(forbids, ctx, out, writes ? UEXEC_WN_FILE : UEXEC_WN_READ);
     }
-    if (!(flags & O_CREAT) || !uexec_wn_creatable(out)) return 0;        /* ENOENT */
-    return forbids(ctx, out, UEXEC_WN_NAME);
+    if (!(flags & O_CREAT)) /* ENOENT (maybe hidden below a mask), or ENOTDIR: not judged */
+      return writes || !uexec_wn_below_directory(out) ? 0 : uexec_wn_verdict(forbids, ctx, out, UEXEC_WN_READ);
+    if (!uexec_wn_creatable(out)) return 0;                                                          /* ENOENT */
+    return uexec_wn_verdict(forbids, ctx, out, UEXEC_WN_NAME);
   }
   if (nr == SYS_truncate) {
     if (uexec_wn_name(pid, cwd, d->args[0], 1, out, n) != 0 || !uexec_wn_exists(out)) return 0;
-    return forbids(ctx, out, UEXEC_WN_FILE);
+    return uexec_wn_verdict(forbids, ctx, out, UEXEC_WN_FILE);
   }
   /* Calls that add a name: it must be absent and its directory there. */
   int dirfd = cwd;
@@ -280,14 +323,14 @@ static inline int uexec_wn_judge(pid_t pid, const struct seccomp_data* d, uexec_
   else if (nr == SYS_symlinkat) dirfd = (int)d->args[1], ptr = d->args[2];
   if (ptr) {
     if (uexec_wn_name(pid, dirfd, ptr, 0, out, n) != 0 || uexec_wn_exists(out) || !uexec_wn_creatable(out)) return 0;
-    return forbids(ctx, out, UEXEC_WN_NAME);
+    return uexec_wn_verdict(forbids, ctx, out, UEXEC_WN_NAME);
   }
   /* Calls that take a name away: it must be there. */
   if (nr == SYS_unlink || nr == SYS_rmdir) ptr = d->args[0];
   else if (nr == SYS_unlinkat) dirfd = (int)d->args[0], ptr = d->args[1];
   if (ptr) {
     if (uexec_wn_name(pid, dirfd, ptr, 0, out, n) != 0 || !uexec_wn_exists(out)) return 0;
-    return forbids(ctx, out, UEXEC_WN_NAME);
+    return uexec_wn_verdict(forbids, ctx, out, UEXEC_WN_NAME);
   }
   /* rename and link: the old name must be there; the new name is judged first (link's old
    * name is not changed), then rename's old one. */
@@ -316,11 +359,11 @@ static inline int uexec_wn_judge(pid_t pid, const struct seccomp_data* d, uexec_
   int no_replace = !moves || (rename_flags & 1 /* RENAME_NOREPLACE */);
   if (!replaces && (rename_flags & 2 /* RENAME_EXCHANGE */)) return 0;                  /* ENOENT */
   if ((replaces && no_replace) || (!replaces && !uexec_wn_creatable(out))) return 0; /* EEXIST, ENOENT */
-  if (forbids(ctx, out, UEXEC_WN_NAME)) return 1;
+  if (forbids(ctx, out, UEXEC_WN_NAME)) return UEXEC_WN_NAME;
   if (!moves || strlen(old_path) >= n) return 0;
   if (!forbids(ctx, old_path, UEXEC_WN_NAME)) return 0;
   memcpy(out, old_path, strlen(old_path) + 1);
-  return 1;
+  return UEXEC_WN_NAME;
 }
 
 UEXEC_SHARED_C_END

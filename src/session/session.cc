@@ -170,12 +170,13 @@ void Session::on_exit(const pty::ExitStatus& status) {
   if (process_ && denial_log_) {
     for (const auto& r : process_->supervisor_records()) {
       std::uint64_t args[3] = {r.args[0], r.args[1], r.args[2]};
-      bool write = r.type == UEXEC_SUP_WRITE;  // --log-denials: a write the policy forbids
-      auto text = write ? policy::describe_write_record(r.nr, r.arch, r.path)
-                        : policy::describe_seccomp_record(r.nr, r.arch, args);
+      // --log-denials: a write the policy forbids, or a read of what it hides.
+      bool file = r.type == UEXEC_SUP_WRITE || r.type == UEXEC_SUP_READ;
+      auto text = file ? policy::describe_file_record(r.nr, r.arch, r.path, r.type == UEXEC_SUP_READ)
+                       : policy::describe_seccomp_record(r.nr, r.arch, args);
       std::string detail = text.detail;
       if (r.count > 1) detail += " x" + std::to_string(r.count);
-      denial_log_->records.push_back({write ? "filesystem" : "seccomp", text.kind, detail, /*evidence=*/!write});
+      denial_log_->records.push_back({file ? "filesystem" : "seccomp", text.kind, detail, /*evidence=*/!file});
     }
     if (unsigned more = process_->supervisor_records_dropped())
       denial_log_->records.push_back({"sandbox", "not_listed",

@@ -7,7 +7,7 @@ Cases (each backend, as root and as the unprivileged user; see hostile.py):
     and a WebSocket port: from inside each backend, in read-only and workspace-write, with the
     network on and off, reading the token, connecting to the socket and opening a WebSocket
     session on the port all fail (with the network off the TCP connect itself fails), and a
-    plain `echo ok` works;
+    plain `echo ok` works; `--log-denials` lists the token's read with its path;
   - the same with the socket and token in /tmp, a writable root: masked in namespaces and
     bwrap; refused by the Landlock-only backend with the network on;
   - another user's listening socket in a 0700 directory (as root: the unprivileged user's; as
@@ -149,6 +149,10 @@ def _(ctx):
                 if ok.stdout.strip() != "ok":
                     problems.append(f"{mode}/network {network}: echo ok: {describe(ok)}")
         expect(not problems, "; ".join(problems))
+        # --log-denials names the read of what the sandbox hides, with the path (row 12).
+        r = ctx.sandbox(["python3", "-c", REACH, d.token_file, d.sock, str(d.port)], ["--log-denials"])
+        expect(f"filesystem denied openat {d.token_file} (fs_read)" in r.stderr,
+               "the token's read is not listed: " + describe(r))
     finally:
         d.close()
 

@@ -170,6 +170,24 @@ def masked_inside(popen, path):
     return False
 
 
+def sandbox_init(pid):
+    """Is `pid` the sandbox's pid 1 (uexec-init, which stops the others, never itself)?"""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            return any(line.startswith("NSpid:") and line.split()[-1] == "1" for line in f)
+    except OSError:
+        return False
+
+
+def stopped(pid):
+    """Is `pid` stopped (state T), or gone?"""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] in ("T", "t", "Z", "X")
+    except OSError:
+        return True
+
+
 def wait_for(cond, popen, bound=120):
     """Polls `cond` until it holds or `popen` ends; the bound only ends a failing case."""
     end = time.monotonic() + bound
@@ -261,7 +279,10 @@ def _(ctx):
             os.kill(p.pid, signal.SIGCONT)
         expect(got, "the spinner never opened the late file")
         wait_for(lambda: masked_inside(p, late), p, bound=60)
-        # The secret arrives after the mask landed: only the fd taken before it can read it.
+        # Init stops the sandbox once its look after the mask finds the holder (the look takes
+        # as long as the sandbox's processes and fds make it: that window is best effort).
+        # What the host writes after that is out of the holder's reach.
+        wait_for(lambda: all(stopped(pid) for pid in sandboxed_pids(p) if not sandbox_init(pid)), p, bound=60)
         with open(late, "w") as f:
             f.write(SECRET + "\n")
         ctx.write("go")

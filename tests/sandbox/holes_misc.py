@@ -16,10 +16,17 @@
   - `--log-denials` lists the filesystem writes the policy forbids, with their paths, on every
     backend: a file created outside the workspace, a directory made there, a rename onto it
     (both names), the protected .git/config, a relative name through a dirfd, and a symlink
-    planted in the workspace that points outside (named where it points); the writes it allows (the workspace,
+    planted in the workspace that points outside (named where it points), a dangling one that
+    O_CREAT follows (named at its target); the writes it allows (the workspace,
     /dev/null) are not listed, nor calls that write nothing forbidden (O_TMPFILE in the
-    workspace, mkdir of an existing name, a read-only open with O_CREAT, moving a symlink that
-    points at /usr), a listed write is not the verdict, and nothing is listed without the flag;
+    workspace, mkdir of an existing name, a read-only open with O_CREAT, a directory opened
+    for writing, moving a symlink that points at /usr), a listed write is not the verdict,
+    and nothing is listed without the flag;
+  - `--log-denials` lists the reads of what the sandbox hides (namespaces, bwrap): a deny-read
+    file, also through a symlink, a file below a denied directory and the directory itself;
+    allowed and missing reads are not listed (the control plane's token: holes_control.py);
+  - root cannot leave a setuid file made with O_TMPFILE and linked in, with or without
+    --log-denials;
   - more denials than the record holds (255 socket families) end normally and the rest are
     counted, also for a user over fs.pipe-user-pages-soft (8 KiB pipes).
 
@@ -252,6 +259,33 @@ def _(ctx):
            f"a filesystem record became the verdict: {describe(r)}")
     quiet = ctx.sandbox(["python3", "-c", script])
     expect("filesystem denied" not in quiet.stderr, f"listed without --log-denials: {describe(quiet)}")
+
+
+@suite.case("--log-denials lists the reads of what the sandbox hides, with the path", backends=("namespaces", "bwrap"))
+def _(ctx):
+    ctx.write("secret.pem", "UEXEC-SECRET\n")
+    ctx.write("private/inner.txt", "UEXEC-SECRET\n")
+    ctx.write("plain.txt", "plain\n")
+    ctx.symlink(ctx.path("secret.pem"), "alias")
+    script = ("import os\n"
+              "def attempt(f):\n"
+              "    try:\n        f()\n    except OSError as e:\n        print('denied', e.errno)\n"
+              "attempt(lambda: open('secret.pem').read())\n"
+              "attempt(lambda: open('alias').read())\n"
+              "attempt(lambda: open('private/inner.txt').read())\n"
+              "attempt(lambda: os.listdir('private'))\n"
+              "open('plain.txt').read(); os.listdir('.'); open('/etc/hostname').read()\n"
+              "attempt(lambda: open('missing.txt').read())\n")
+    r = ctx.sandbox(["python3", "-c", script], flags=("--log-denials", "--deny-read", "*.pem",
+                                                      "--deny-read", "private"))
+    expect(r.returncode == 0 and "UEXEC-SECRET" not in r.stdout, f"the script failed or read a secret: {describe(r)}")
+    listed = [line for line in r.stderr.splitlines() if line.startswith("uexec: filesystem denied")]
+    # The read through `alias` lands on secret.pem: one record, counted twice.
+    for want in (f"openat {ctx.ws}/secret.pem x2 (fs_read)", f"openat {ctx.ws}/private/inner.txt (fs_read)",
+                 f"openat {ctx.ws}/private (fs_read)"):
+        expect(any(line.endswith(want) for line in listed), f"{want!r} is not listed: {describe(r)}")
+    expect(not any("plain.txt" in l or "/etc/hostname" in l or "missing.txt" in l or l.endswith(f"{ctx.ws} (fs_read)")
+                   for l in listed), f"an allowed read is listed: {describe(r)}")
 
 
 # Regression (the review of row 12): init wrote its records into the status pipe that the

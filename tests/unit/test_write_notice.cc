@@ -20,7 +20,8 @@
 
 namespace {
 
-// A scratch tree: `ws` is writable, everything else is forbidden (the listener's rule).
+// A scratch tree: `ws` is writable, everything else is read-only, `outside/hidden` unreadable
+// (the listener's rule).
 struct Tree : uexec::test::TempDir {
   std::string real;  // the tree's path with its own symlinks resolved (the judge's answers)
   Tree() : TempDir("uexec-write-notice", "/var/tmp") {
@@ -31,9 +32,14 @@ struct Tree : uexec::test::TempDir {
   }
 };
 
-int forbids_outside_ws(void* ctx, const char* path, enum uexec_wn_place) {
-  const std::string ws = static_cast<Tree*>(ctx)->real + "/ws";
-  return !(std::strncmp(path, ws.c_str(), ws.size()) == 0 && (path[ws.size()] == '\0' || path[ws.size()] == '/'));
+bool within(const char* path, const std::string& root) {
+  return std::strncmp(path, root.c_str(), root.size()) == 0 && (path[root.size()] == '\0' || path[root.size()] == '/');
+}
+
+int forbids_outside_ws(void* ctx, const char* path, enum uexec_wn_place place) {
+  const std::string& real = static_cast<Tree*>(ctx)->real;
+  if (place == UEXEC_WN_READ) return within(path, real + "/outside/hidden");
+  return !within(path, real + "/ws");
 }
 
 std::uint64_t ptr(const std::string& s) { return reinterpret_cast<std::uintptr_t>(s.c_str()); }
@@ -46,10 +52,12 @@ seccomp_data call(int nr, std::initializer_list<std::uint64_t> args) {
   return d;
 }
 
-// The judge's answer: the listed path, or "" when the call is not listed.
-std::string judge(Tree& t, const seccomp_data& d) {
+// The judge's answer: the listed path, or "" when the call is not listed; `place` gets where.
+std::string judge(Tree& t, const seccomp_data& d, int* place = nullptr) {
   char out[4096];
-  return uexec_wn_judge(::getpid(), &d, forbids_outside_ws, &t, out, sizeof out) ? std::string(out) : std::string();
+  int at = uexec_wn_judge(::getpid(), &d, forbids_outside_ws, &t, out, sizeof out);
+  if (place) *place = at;
+  return at ? std::string(out) : std::string();
 }
 
 constexpr std::uint64_t kAtFdcwd = static_cast<std::uint64_t>(static_cast<std::int64_t>(AT_FDCWD));
@@ -102,6 +110,15 @@ TEST_CASE("write records: calls the kernel refuses before its write check are no
   CHECK(judge(t, call(SYS_rename, {ptr(a), ptr(missing)})) == t.real + "/outside/missing");
 }
 
+TEST_CASE("write records: O_TMPFILE names its directory, \".\" and \"..\" included") {
+  Tree t;
+  ::mkdir((t / "outside/sub").c_str(), 0755);
+  const std::string dot = t / "outside/.", dotdot = t / "outside/sub/..", inside = t / "ws/.";
+  CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(dot), O_TMPFILE | O_WRONLY, 0600})) == t.real + "/outside");
+  CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(dotdot), O_TMPFILE | O_WRONLY, 0600})) == t.real + "/outside");
+  CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(inside), O_TMPFILE | O_WRONLY, 0600})).empty());
+}
+
 TEST_CASE("write records: linkat(fd, \"\", AT_EMPTY_PATH) judges the new name") {
   Tree t;
   const std::string empty, target = t / "outside/linked", inside = t / "ws/linked";
@@ -146,4 +163,26 @@ TEST_CASE("write records: a long path keeps its head and file name; records merg
   CHECK(table[0].count == 2);
   CHECK(table[1].count == 1);
   CHECK(dropped == 0);
+}
+
+TEST_CASE("write records: an open that writes nothing is judged as a read, missing names too") {
+  Tree t;
+  ::mkdir((t / "outside/hidden").c_str(), 0755);
+  t.write("outside/hidden/secret", "s");
+  t.write("outside/plain", "p");
+  const std::string secret = t / "outside/hidden/secret", missing = t / "outside/hidden/gone",
+                    plain = t / "outside/plain", dir = t / "outside/hidden";
+  int place = 0;
+  CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(secret), O_RDONLY, 0}), &place) == t.real + "/outside/hidden/secret");
+  CHECK(place == UEXEC_WN_READ);
+  CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(missing), O_RDONLY, 0})) == t.real + "/outside/hidden/gone");
+  CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(dir), O_RDONLY | O_DIRECTORY, 0})) == t.real + "/outside/hidden");
+  CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(plain), O_RDONLY, 0})).empty());
+  CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(secret), O_PATH, 0})).empty());  // no permission check
+  // Below a file the kernel says ENOTDIR: nothing was hidden.
+  const std::string below_file = t / "outside/hidden/secret/zz";
+  CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(below_file), O_RDONLY, 0})).empty());
+  // Written, it is a write (the rule's other answer), landing on the file.
+  CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(secret), O_WRONLY, 0}), &place) == t.real + "/outside/hidden/secret");
+  CHECK(place == UEXEC_WN_FILE);
 }
