@@ -2,8 +2,9 @@
  *
  * One pipe, init's fd 3, read by the manager once init has been reaped: zero or more DENY
  * records (seccomp calls init answered with EPERM, aggregated by syscall and key argument)
- * and WRITE records (with write records asked for: a path the sandbox does not let the
- * command change, and the call that tried; pty/write_notice.h), at most
+ * and, with file records asked for (pty/write_notice.h), WRITE records (a path the sandbox
+ * does not let the command change, and the call that tried) and READ records (a path it
+ * hides, and the open that tried), at most
  * UEXEC_SUP_MAX_RECORDS in all and never more than the pipe holds (init must not wait on it),
  * then one STAT record with the command's wait status and the number of records not kept.
  * Fixed-size, native-endian: both ends are built from this tree for this machine.

@@ -64,7 +64,7 @@ constexpr std::uint64_t kAtFdcwd = static_cast<std::uint64_t>(static_cast<std::i
 
 }  // namespace
 
-TEST_CASE("write records: a dangling symlink opened with O_CREAT is judged where it points") {
+TEST_CASE("file records: a dangling symlink opened with O_CREAT is judged where it points") {
   Tree t;
   ::symlink((t.real + "/outside/made").c_str(), (t / "ws/dangle").c_str());
   const std::string link = t / "ws/dangle";
@@ -83,7 +83,7 @@ TEST_CASE("write records: a dangling symlink opened with O_CREAT is judged where
   CHECK(judge(t, call(SYS_open, {ptr(in), O_WRONLY | O_CREAT, 0644})).empty());
 }
 
-TEST_CASE("write records: \"..\" after a symlink leads where the kernel goes, not back lexically") {
+TEST_CASE("file records: \"..\" after a symlink leads where the kernel goes, not back lexically") {
   Tree t;
   ::mkdir((t / "outside/deep").c_str(), 0755);
   ::symlink((t.real + "/outside/deep").c_str(), (t / "ws/planted").c_str());
@@ -97,7 +97,7 @@ TEST_CASE("write records: \"..\" after a symlink leads where the kernel goes, no
   CHECK(judge(t, call(SYS_mkdir, {ptr(dots), 0755})).empty());
 }
 
-TEST_CASE("write records: calls the kernel refuses before its write check are not listed") {
+TEST_CASE("file records: calls the kernel refuses before its write check are not listed") {
   Tree t;
   const std::string dir = t / "outside";
   CHECK(judge(t, call(SYS_open, {ptr(dir), O_WRONLY, 0})).empty());  // EISDIR
@@ -110,7 +110,7 @@ TEST_CASE("write records: calls the kernel refuses before its write check are no
   CHECK(judge(t, call(SYS_rename, {ptr(a), ptr(missing)})) == t.real + "/outside/missing");
 }
 
-TEST_CASE("write records: O_TMPFILE names its directory, \".\" and \"..\" included") {
+TEST_CASE("file records: O_TMPFILE names its directory, \".\" and \"..\" included") {
   Tree t;
   ::mkdir((t / "outside/sub").c_str(), 0755);
   const std::string dot = t / "outside/.", dotdot = t / "outside/sub/..", inside = t / "ws/.";
@@ -119,7 +119,7 @@ TEST_CASE("write records: O_TMPFILE names its directory, \".\" and \"..\" includ
   CHECK(judge(t, call(SYS_openat, {kAtFdcwd, ptr(inside), O_TMPFILE | O_WRONLY, 0600})).empty());
 }
 
-TEST_CASE("write records: linkat(fd, \"\", AT_EMPTY_PATH) judges the new name") {
+TEST_CASE("file records: linkat(fd, \"\", AT_EMPTY_PATH) judges the new name") {
   Tree t;
   const std::string empty, target = t / "outside/linked", inside = t / "ws/linked";
   CHECK(judge(t, call(SYS_linkat, {3, ptr(empty), kAtFdcwd, ptr(target), AT_EMPTY_PATH})) == t.real + "/outside/linked");
@@ -128,7 +128,7 @@ TEST_CASE("write records: linkat(fd, \"\", AT_EMPTY_PATH) judges the new name") 
   CHECK(judge(t, call(SYS_linkat, {3, ptr(empty), kAtFdcwd, ptr(target), 0})).empty());
 }
 
-TEST_CASE("write records: O_TMPFILE counts as a create for the root variant's setuid rule") {
+TEST_CASE("file records: O_TMPFILE counts as a create for the root variant's setuid rule") {
   seccomp_data tmpfile = call(SYS_openat, {kAtFdcwd, 0, O_TMPFILE | O_WRONLY, 04755});
   CHECK(uexec_wn_makes_setid(&tmpfile) == 1);
   seccomp_data plain = call(SYS_openat, {kAtFdcwd, 0, O_TMPFILE | O_WRONLY, 0755});
@@ -139,7 +139,7 @@ TEST_CASE("write records: O_TMPFILE counts as a create for the root variant's se
   CHECK(uexec_wn_makes_setid(&reading) == 0);
 }
 
-TEST_CASE("write records: a long path keeps its head and file name; records merge only on equal fits") {
+TEST_CASE("file records: a long path keeps its head and file name; records merge only on equal fits") {
   char fitted[UEXEC_SUP_PATH_MAX];
   uexec_sup_fit_path(fitted, "/short/path");
   CHECK(std::string(fitted) == "/short/path");
@@ -165,7 +165,7 @@ TEST_CASE("write records: a long path keeps its head and file name; records merg
   CHECK(dropped == 0);
 }
 
-TEST_CASE("write records: an open that writes nothing is judged as a read, missing names too") {
+TEST_CASE("file records: an open that writes nothing is judged as a read, missing names too") {
   Tree t;
   ::mkdir((t / "outside/hidden").c_str(), 0755);
   t.write("outside/hidden/secret", "s");
