@@ -127,11 +127,8 @@ static int is_mask(const char* path) {
   if (lstat(path, &st) != 0 || (st.st_mode & 07777) != 0 || statfs(path, &fs) != 0 || fs.f_type != TMPFS_MAGIC ||
       (unsigned long long)fs.f_blocks * (unsigned long long)fs.f_bsize > 4096)
     return 0;
-  snprintf(parent, sizeof parent, "%s", path);
-  char* slash = strrchr(parent, '/');
-  if (!slash) return 0;
-  slash[slash == parent ? 1 : 0] = '\0';
-  return stat(parent, &up) == 0 && up.st_dev != st.st_dev;
+  uexec_wn_parent(path, parent, sizeof parent);
+  return parent[0] != '\0' && stat(parent, &up) == 0 && up.st_dev != st.st_dev;
 }
 
 /* A read lands on a mask when `path`, or the nearest ancestor that exists (a name hidden
@@ -141,12 +138,7 @@ static int masked_at(const char* path) {
   char p[UEXEC_SUP_MAX_MASK_PATH];
   struct stat st;
   snprintf(p, sizeof p, "%s", path);
-  while (lstat(p, &st) != 0) {
-    char* slash = strrchr(p, '/');
-    if ((errno != ENOENT && errno != EACCES) || !slash || slash == p) return 0;
-    *slash = '\0';
-  }
-  return is_mask(p);
+  return uexec_wn_nearest_existing(p, &st) == 0 && is_mask(p);
 }
 
 /* The rule by the view's mounts (uexec_wn_forbids_fn): a change lands on a read-only
@@ -157,9 +149,7 @@ static int mount_forbids(void* ctx, const char* path, enum uexec_wn_place place)
   if (place == UEXEC_WN_READ) return masked_at(path);
   if (place != UEXEC_WN_NAME) return read_only_at(path);
   char parent[UEXEC_SUP_MAX_MASK_PATH];
-  snprintf(parent, sizeof parent, "%s", path);
-  char* slash = strrchr(parent, '/');
-  if (slash) slash[slash == parent ? 1 : 0] = '\0';
+  uexec_wn_parent(path, parent, sizeof parent);
   return read_only_at(parent);
 }
 

@@ -59,7 +59,7 @@ class SeccompListener {
   base::Result<void> poll_on(int fd);
   bool take_listener() noexcept;  // from the channel; true when it came
   bool answer_one() noexcept;     // false when nothing was pending or the listener failed
-  void note_file_call(const seccomp_notif& n) noexcept;  // a held write: recorded if forbidden
+  void note_file_call(const seccomp_notif& n) noexcept;  // a held file call: recorded if forbidden
   void stop() noexcept;
 
   loop::Loop* loop_;

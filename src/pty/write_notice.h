@@ -206,19 +206,35 @@ static inline int uexec_wn_directory(pid_t pid, int dirfd, uint64_t ptr, char* o
   return 0;
 }
 
+/* `path`'s directory into `out` (n bytes): "/" for a name in the root; "" when `path` has
+ * no slash. */
+static inline void uexec_wn_parent(const char* path, char* out, size_t n) {
+  snprintf(out, n, "%s", path);
+  char* slash = strrchr(out, '/');
+  if (!slash) out[0] = '\0';
+  else slash[slash == out ? 1 : 0] = '\0';
+}
+
+/* `path` (absolute; changed in place) cut back to the nearest ancestor that exists, itself
+ * included, climbing only past names that are missing (ENOENT) or out of search reach
+ * (EACCES: below a mode-000 mask); its lstat into `st`. 0, or -1 (ENOTDIR and the rest:
+ * the path runs through something that is not a directory). */
+static inline int uexec_wn_nearest_existing(char* path, struct stat* st) {
+  while (lstat(path, st) != 0) {
+    char* slash = strrchr(path, '/');
+    if ((errno != ENOENT && errno != EACCES) || !slash || slash == path) return -1;
+    *slash = '\0';
+  }
+  return 0;
+}
+
 /* Is the missing `path` missing below a directory (ENOENT, or EACCES under a mode-000 mask,
  * all the way up to one), not below a file (ENOTDIR)? */
 static inline int uexec_wn_below_directory(const char* path) {
   char p[4096];
   struct stat st;
   snprintf(p, sizeof p, "%s", path);
-  for (;;) {
-    char* slash = strrchr(p, '/');
-    if (!slash) return 0;
-    slash[slash == p ? 1 : 0] = '\0';
-    if (lstat(p, &st) == 0) return S_ISDIR(st.st_mode);
-    if ((errno != ENOENT && errno != EACCES) || slash == p) return 0;
-  }
+  return uexec_wn_nearest_existing(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 static inline int uexec_wn_exists(const char* path) {
@@ -231,11 +247,8 @@ static inline int uexec_wn_exists(const char* path) {
 static inline int uexec_wn_creatable(const char* path) {
   char parent[4096];
   struct stat st;
-  snprintf(parent, sizeof parent, "%s", path);
-  char* slash = strrchr(parent, '/');
-  if (!slash) return 0;
-  slash[slash == parent ? 1 : 0] = '\0';
-  return stat(parent, &st) == 0 && S_ISDIR(st.st_mode);
+  uexec_wn_parent(path, parent, sizeof parent);
+  return parent[0] != '\0' && stat(parent, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 /* The dangling symlink `path` (n bytes of room) replaced by where it points, made absolute
