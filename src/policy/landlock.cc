@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "policy/landlock_read_grant.h"
+
 namespace uexec::policy {
 
 using base::Errc;
@@ -178,42 +180,6 @@ struct Splitter {
 };
 
 
-// `rights` beneath `root` except beneath any of `hidden` (Landlock has no deny rule): a root
-// that holds a hidden path gets only ReadDir (its names stay listable, nothing below it is
-// readable through this rule) and each of its entries is granted in turn, recursively, down
-// to the hidden paths, which get nothing. Symlinks are skipped (a rule follows its target;
-// what they point at is granted where it lies). Entries made after the launch in such a
-// directory are listable but unreadable. `budget` bounds the rules over the whole walk.
-Result<void> add_except(const LandlockRuleset& rs, const std::string& root, std::uint64_t rights,
-                        const std::vector<std::string>& hidden, std::size_t& budget) {
-  bool holds = false;
-  for (const auto& h : hidden) {
-    if (path_within(root, h)) return {};  // hidden itself
-    holds = holds || path_within(h, root);
-  }
-  if (!holds) return add(rs, root, rights);
-  if (auto r = add(rs, root, rights & kReadDir); !r) return r;
-  DIR* d = ::opendir(root.c_str());
-  if (!d) return Error::sys("opendir " + root);
-  Result<void> res;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
-    if (name == "." || name == "..") continue;
-    std::string path = (root == "/" ? "" : root) + "/" + name;
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || S_ISLNK(st.st_mode)) continue;
-    if (budget == 0) {
-      res = Error{Errc::kPolicy, 0, "PolicyNotExpressible: hiding uexec's control plane from the Landlock-only "
-                                    "backend needs more than 4096 rules (below " + root + ")"};
-      break;
-    }
-    --budget;
-    if (res = add_except(rs, path, rights, hidden, budget); !res) break;
-  }
-  ::closedir(d);
-  return res;
-}
-
 }  // namespace
 
 int landlock_abi() noexcept {
@@ -283,8 +249,14 @@ Result<LandlockRuleset> landlock_ruleset(const ResolvedPolicy& policy, bool view
                                        "or use the namespaces or bwrap backend"};
       }
     }
-    std::size_t budget = kMaxSiblings;
-    TRY(add_except(rs, "/", policy.full_write ? all : read_rights(), landlock_unreadable(policy), budget));
+    // Read beneath "/" but the control plane: walked once and kept (landlock_read_grant.h).
+    auto rule = [&rs](int fd, bool is_dir, const std::string& path, std::uint64_t rights) -> Result<void> {
+      if (int err = add_rule_fd(rs.fd.get(), fd, rights, rs.handled_fs, is_dir); err != 0)
+        return Error::sys("landlock_add_rule " + path, err);
+      return {};
+    };
+    TRY(for_each_read_grant("/", policy.full_write ? all : read_rights(), kReadDir, landlock_unreadable(policy),
+                            kMaxSiblings, rule));
   }
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"})
     TRY(add(rs, dev, dev_rights(abi)));
