@@ -117,8 +117,13 @@ class ContainmentGroup {
   ContainmentTier tier() const noexcept { return tier_; }
   // The cgroup's directory, for the child to be born in (SpawnSpec::cgroup_fd), or -1.
   int cgroup_fd() const noexcept { return dir_.get(); }
-  // The session's leader (its pid is its session id). Call once spawned.
-  void set_leader(pid_t pid) noexcept { leader_ = pid; }
+  // The session's leader (its pid is its session id). Call once spawned: the directory's fd,
+  // needed only for the leader to be born in the cgroup, is closed (one fd less per session
+  // for the manager to hold and every later child to copy and close at its exec).
+  void set_leader(pid_t pid) noexcept {
+    leader_ = pid;
+    dir_.reset();
+  }
   // The session's processes alive now, the leader excluded.
   std::vector<pid_t> members() const;
   // Kills every member (cgroup.kill, or per pid) and says who they were.
@@ -132,7 +137,7 @@ class ContainmentGroup {
   Containment* owner_;
   ContainmentTier tier_;
   std::string path_;         // the cgroup's directory
-  base::UniqueFd dir_;       // the cgroup's directory
+  base::UniqueFd dir_;       // the cgroup's directory, until the leader is spawned
   std::string marker_;       // "UEXEC_SESSION_ID=<id>", or empty
   pid_t leader_ = -1;
 };
