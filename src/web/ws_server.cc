@@ -1,6 +1,5 @@
 #include "web/ws_server.h"
 
-#include <libwebsockets.h>
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -22,6 +21,7 @@
 #include "base/log.h"
 #include "base/unique_fd.h"
 #include "web/listener_auth.h"
+#include "web/lws_api.h"
 
 namespace uexec::web {
 
@@ -42,6 +42,9 @@ struct WsServer::Conn {
 
 namespace {
 
+// libwebsockets, loaded by the first start() (lws_api.h); every call below happens after it.
+const LwsApi* g_lws = nullptr;
+
 constexpr char kSubprotocol[] = "uexec.v1";  // the one WebSocket subprotocol served
 
 struct Pss {
@@ -56,10 +59,10 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 }
 
 std::string header(struct lws* wsi, enum lws_token_indexes h) {
-  int len = lws_hdr_total_length(wsi, h);
+  int len = g_lws->hdr_total_length(wsi, h);
   if (len <= 0) return {};
   std::string s(static_cast<std::size_t>(len) + 1, '\0');
-  if (lws_hdr_copy(wsi, s.data(), len + 1, h) < 0) return {};
+  if (g_lws->hdr_copy(wsi, s.data(), len + 1, h) < 0) return {};
   s.resize(static_cast<std::size_t>(len));
   return s;
 }
@@ -84,12 +87,12 @@ int http_text(struct lws* wsi, unsigned status, std::string_view body) {
   unsigned char buf[LWS_PRE + 2048];
   unsigned char* p = buf + LWS_PRE;
   unsigned char* end = buf + sizeof buf;
-  if (lws_add_http_common_headers(wsi, status, "text/plain; charset=utf-8", body.size(), &p, end)) return 1;
-  if (lws_finalize_write_http_header(wsi, buf + LWS_PRE, &p, end)) return 1;
+  if (g_lws->add_http_common_headers(wsi, status, "text/plain; charset=utf-8", body.size(), &p, end)) return 1;
+  if (g_lws->finalize_write_http_header(wsi, buf + LWS_PRE, &p, end)) return 1;
   std::vector<unsigned char> out(LWS_PRE + body.size());
   std::memcpy(out.data() + LWS_PRE, body.data(), body.size());
-  lws_write(wsi, out.data() + LWS_PRE, body.size(), LWS_WRITE_HTTP_FINAL);
-  return lws_http_transaction_completed(wsi) ? -1 : 0;
+  g_lws->write(wsi, out.data() + LWS_PRE, body.size(), LWS_WRITE_HTTP_FINAL);
+  return g_lws->http_transaction_completed(wsi) ? -1 : 0;
 }
 
 // Answers a refused upgrade with `status` and a plain-text `body` while the request is still
@@ -99,18 +102,18 @@ int refuse_upgrade(struct lws* wsi, unsigned status, std::string_view body, bool
   unsigned char buf[LWS_PRE + 1024];
   unsigned char* p = buf + LWS_PRE;
   unsigned char* end = buf + sizeof buf;
-  if (lws_add_http_common_headers(wsi, status, "text/plain; charset=utf-8", body.size(), &p, end)) return -1;
+  if (g_lws->add_http_common_headers(wsi, status, "text/plain; charset=utf-8", body.size(), &p, end)) return -1;
   if (bearer_challenge) {
     static constexpr std::string_view kChallenge = "Bearer realm=\"uexec\"";
-    if (lws_add_http_header_by_token(wsi, WSI_TOKEN_HTTP_WWW_AUTHENTICATE,
+    if (g_lws->add_http_header_by_token(wsi, WSI_TOKEN_HTTP_WWW_AUTHENTICATE,
                                      reinterpret_cast<const unsigned char*>(kChallenge.data()),
                                      static_cast<int>(kChallenge.size()), &p, end))
       return -1;
   }
-  if (lws_finalize_write_http_header(wsi, buf + LWS_PRE, &p, end)) return -1;
+  if (g_lws->finalize_write_http_header(wsi, buf + LWS_PRE, &p, end)) return -1;
   std::vector<unsigned char> out(LWS_PRE + body.size());
   std::memcpy(out.data() + LWS_PRE, body.data(), body.size());
-  if (lws_write(wsi, out.data() + LWS_PRE, body.size(), LWS_WRITE_HTTP_FINAL) < static_cast<int>(body.size()))
+  if (g_lws->write(wsi, out.data() + LWS_PRE, body.size(), LWS_WRITE_HTTP_FINAL) < static_cast<int>(body.size()))
     return -1;
   return 1;
 }
@@ -169,7 +172,7 @@ Refusal check_upgrade(struct lws* wsi, const WsServer& server) {
                         shown, accepted, shown)};
   }
   if (!token_ok(wsi, o.token)) {
-    bool sent = lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_AUTHORIZATION) > 0 ||
+    bool sent = g_lws->hdr_total_length(wsi, WSI_TOKEN_HTTP_AUTHORIZATION) > 0 ||
                 header(wsi, WSI_TOKEN_PROTOCOL).find("uexec.auth.") != std::string::npos;
     return {HTTP_STATUS_UNAUTHORIZED,
             fmt::format("401 Unauthorized: {}.\n"
@@ -195,7 +198,7 @@ void flush_below(WsServer::Conn* c) {
 
 int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void* in, size_t len) {
   auto* pss = static_cast<Pss*>(user);
-  auto* self = static_cast<WsServer*>(lws_context_user(lws_get_context(wsi)));
+  auto* self = static_cast<WsServer*>(g_lws->context_user(g_lws->get_context(wsi)));
   switch (reason) {
     case LWS_CALLBACK_HTTP: {
       std::string uri(static_cast<const char*>(in), len);
@@ -219,9 +222,9 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
             "x-frame-options: deny\x0d\x0a"
             "referrer-policy: no-referrer\x0d\x0a"
             "cache-control: no-store\x0d\x0a";
-        int n = lws_serve_http_file(wsi, path.c_str(), f.mime, kHeaders.data(), static_cast<int>(kHeaders.size()));
+        int n = g_lws->serve_http_file(wsi, path.c_str(), f.mime, kHeaders.data(), static_cast<int>(kHeaders.size()));
         if (n < 0) return -1;
-        if (n > 0 && lws_http_transaction_completed(wsi)) return -1;
+        if (n > 0 && g_lws->http_transaction_completed(wsi)) return -1;
         return 0;
       }
       return http_text(wsi, HTTP_STATUS_NOT_FOUND, "not found\n");
@@ -247,7 +250,7 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
           {[c](std::string m) {
              c->queued += m.size();
              c->out.push_back(std::move(m));
-             lws_callback_on_writable(c->wsi);
+             g_lws->callback_on_writable(c->wsi);
            },
            [c] { return c->queued; },
            [c](std::size_t n, std::function<void()> fn) {
@@ -257,8 +260,8 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
            },
            // Above the high watermark the peer's messages wait in the kernel (lws rx flow
            // control); a stalled peer is closed at lws's next timeout check.
-           [c](bool on) { lws_rx_flow_control(c->wsi, on ? 1 : 0); },
-           [c] { lws_set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC); }});
+           [c](bool on) { g_lws->rx_flow_control(c->wsi, on ? 1 : 0); },
+           [c] { g_lws->set_timeout(c->wsi, PENDING_TIMEOUT_USER_OK, LWS_TO_KILL_ASYNC); }});
       return 0;
     }
     case LWS_CALLBACK_RECEIVE: {
@@ -271,13 +274,13 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
           c->oversize = true;
         }
       }
-      if (!lws_is_final_fragment(wsi) || lws_remaining_packet_payload(wsi) > 0) return 0;
+      if (!g_lws->is_final_fragment(wsi) || g_lws->remaining_packet_payload(wsi) > 0) return 0;
       std::string msg;
       msg.swap(c->in);
       if (c->oversize) {
         c->oversize = false;
         c->rpc->handle_oversize(self->options().max_message_bytes);
-      } else if (lws_frame_is_binary(wsi)) {
+      } else if (g_lws->frame_is_binary(wsi)) {
         c->rpc->handle_line("binary message");  // not JSON: answered with a parse error
       } else {
         c->rpc->handle_line(msg);
@@ -290,11 +293,11 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
       std::string& m = c->out.front();
       std::vector<unsigned char> buf(LWS_PRE + m.size());
       std::memcpy(buf.data() + LWS_PRE, m.data(), m.size());
-      int n = lws_write(wsi, buf.data() + LWS_PRE, m.size(), LWS_WRITE_TEXT);
+      int n = g_lws->write(wsi, buf.data() + LWS_PRE, m.size(), LWS_WRITE_TEXT);
       if (n < static_cast<int>(m.size())) return -1;
       c->queued -= m.size();
       c->out.pop_front();
-      if (!c->out.empty()) lws_callback_on_writable(wsi);
+      if (!c->out.empty()) g_lws->callback_on_writable(wsi);
       flush_below(c);
       return 0;
     }
@@ -309,7 +312,7 @@ int callback(struct lws* wsi, enum lws_callback_reasons reason, void* user, void
     default:
       break;
   }
-  return lws_callback_http_dummy(wsi, reason, user, in, len);
+  return g_lws->callback_http_dummy(wsi, reason, user, in, len);
 }
 
 const struct lws_protocols kProtocols[] = {
@@ -442,16 +445,19 @@ WsServer::~WsServer() {
   // loop must turn for their close callbacks, and a second destroy frees the context.
   stop();
   loop_.settle();
-  lws_context_destroy(ctx_);
+  g_lws->context_destroy(ctx_);
   ctx_ = nullptr;
   loop_.settle();
 }
 
 Result<void> WsServer::start() {
+  auto api = lws_api();
+  if (!api) return std::move(api).error();
+  g_lws = *api;
   static bool log_set = false;
   if (!log_set) {
     const char* lv = std::getenv("UEXEC_LWS_LOG");  // lws log bits, for debugging
-    lws_set_log_level(lv ? std::atoi(lv) : LLL_ERR, nullptr);
+    g_lws->set_log_level(lv ? std::atoi(lv) : LLL_ERR, nullptr);
     log_set = true;
   }
   lws_context_creation_info info;
@@ -476,12 +482,12 @@ Result<void> WsServer::start() {
   if (opts_.port != 0) {
     if (auto r = check_port_free(opts_.host, opts_.port); !r) return r;
   }
-  ctx_ = lws_create_context(&info);
+  ctx_ = g_lws->create_context(&info);
   if (!ctx_) return Error::invalid("could not start the WebSocket server on " + opts_.host + ":" + std::to_string(opts_.port));
   // lws creates the context even when the bind fails (it only logs "Failed to create default
   // vhost"): no vhost, or no listening port, is a failure here.
-  struct lws_vhost* vh = lws_get_vhost_by_name(ctx_, "default");
-  port_ = vh ? lws_get_vhost_listen_port(vh) : -1;
+  struct lws_vhost* vh = g_lws->get_vhost_by_name(ctx_, "default");
+  port_ = vh ? g_lws->get_vhost_listen_port(vh) : -1;
   if (port_ <= 0) {
     // Only a port taken since check_port_free (or an interface name lws could not bind) gets
     // here. Tearing such a context down crashes inside libuv (lws has let go of its event
@@ -498,7 +504,7 @@ void WsServer::stop() {
   // Starts the teardown: connections close, listeners stop. The context is freed by the
   // destructor, which must run outside any loop callback (uv_run does not nest).
   stopping_ = true;
-  lws_context_destroy(ctx_);
+  g_lws->context_destroy(ctx_);
 }
 
 }  // namespace uexec::web

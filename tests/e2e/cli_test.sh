@@ -19,6 +19,14 @@ out=$("$uexec" --version); rc=$?
 check "--version: exit code" 0 "$rc"
 if [[ "$out" =~ ^uexec\ [0-9]+\.[0-9]+ ]]; then pass=$((pass + 1)); else echo "FAIL: --version: [$out]"; fail=$((fail + 1)); fi
 check "version: the same" "$out" "$("$uexec" version)"
+# Start-up: libwebsockets (and OpenSSL with it) is loaded only when a WebSocket listener
+# starts (web/lws_api.h); linked, it cost every uexec process ~6 ms here.
+libs=$(LD_TRACE_LOADED_OBJECTS=1 "$uexec" 2>&1)
+case "$libs" in
+  *libwebsockets*|*libssl*|*libcrypto*) echo "FAIL: loaded at exec: $(printf '%s\n' "$libs" | grep -E 'websockets|ssl|crypto' | tr '\n' ' ')"; fail=$((fail + 1)) ;;
+  *libc.so*) pass=$((pass + 1)) ;;
+  *) echo "FAIL: LD_TRACE_LOADED_OBJECTS gave no library list: [$libs]"; fail=$((fail + 1)) ;;
+esac
 "$uexec" no-such-command >"$tmp/out" 2>"$tmp/err"; rc=$?
 check "unknown command: exit code" 2 "$rc"
 check "unknown command: one line" 1 "$(wc -l <"$tmp/err")"

@@ -77,7 +77,7 @@ stage = m.group(1) if m else None
 print(f"      {os.path.basename(deb)}, {os.path.getsize(deb)} bytes, built in {time.monotonic() - t0:.0f} s")
 fields = {f: sh(["dpkg-deb", "-f", deb, f]).stdout.strip() for f in ("Package", "Version", "Depends", "Recommends")}
 check("its Depends name the run-time libraries and libwebsockets' libuv plug-in",
-      all(x in fields["Depends"] for x in ("libuv1", "libwebsockets", "libwebsockets-evlib-uv", "libseccomp",
+      all(x in fields["Depends"] for x in ("libuv1", "libwebsockets17", "libwebsockets-evlib-uv", "libseccomp",
                                          "libtomlplusplus3")),
       fields["Depends"])
 check("it recommends bubblewrap", "bubblewrap" in fields["Recommends"], fields["Recommends"])
