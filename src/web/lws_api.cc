@@ -22,8 +22,9 @@ bool resolve(void* lib, const char* name, Fn& out, std::string& missing) {
 
 base::Result<const LwsApi*> load() {
   // RTLD_NOW: a missing function fails here, at the listener's start, not mid-request.
-  // RTLD_GLOBAL: libwebsockets loads its libuv event library as a plugin that links back to it.
-  void* lib = ::dlopen(UEXEC_LWS_SONAME, RTLD_NOW | RTLD_GLOBAL);
+  // RTLD_LOCAL: its symbols and OpenSSL's stay out of the process's global scope; the libuv
+  // event plug-in libwebsockets loads in turn names libwebsockets itself (DT_NEEDED).
+  void* lib = ::dlopen(UEXEC_LWS_SONAME, RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* why = ::dlerror();
     return base::Error{base::Errc::kUnsupported, 0,
