@@ -116,7 +116,8 @@ struct Walker {
   Result<void> visit_entry(int dir_fd, const std::string& name, const std::string& child, bool mnt_known,
                            std::uint64_t dir_mnt) {
     UniqueFd fd(::openat(dir_fd, name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
-    if (!fd) return errno == ENOENT ? Result<void>{} : Error::sys("open " + child);  // gone meanwhile
+    // Gone meanwhile, or out of this user's reach: no rule (unreadable in the sandbox too).
+    if (!fd) return errno == ENOENT || errno == EACCES || errno == EPERM ? Result<void>{} : Error::sys("open " + child);
     struct statx sx {};
     if (::statx(fd.get(), "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW, STATX_TYPE | STATX_MNT_ID, &sx) != 0)
       return Error::sys("statx " + child);

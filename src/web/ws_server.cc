@@ -1,6 +1,5 @@
 #include "web/ws_server.h"
 
-
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <sys/socket.h>
