@@ -30,7 +30,14 @@ SIZES = {
 
 EXITED_RETENTION_S = 30.0   # docs/protocol.md §3.6 exitedRetentionMs
 STALL_TIMEOUT_S = 60.0      # docs/protocol.md §7 stallTimeoutMs
+# What the drained daemon may hold above its baseline: 10 %, and never less than 1 MiB. The
+# growth after a run that peaks near 100 MiB is ~750-820 KiB of anonymous memory (allocator
+# fragmentation and one-time state), measured with and without libwebsockets linked; the
+# floor keeps the allowance where 10 % put it while every daemon also carried libwebsockets
+# and OpenSSL (~1.9 MiB of baseline that never grew; they are now loaded only by a listener,
+# and the soak's daemon runs --no-ws).
 RSS_TOLERANCE = 0.10
+RSS_FLOOR_KIB = 1024
 
 
 class CaseResult:
@@ -285,7 +292,8 @@ def invariants(ctx, drained=False, settle_s=20.0):
                   f"{status_kib(pid, 'RssAnon')}, RssFile {status_kib(pid, 'RssFile')}; baseline RssAnon "
                   f"{ctx.base.get('rss_anon')}, RssFile {ctx.base.get('rss_file')})")
         ctx.case.metrics["drained_rss_detail"] = detail
-        ok = held <= b * (1 + RSS_TOLERANCE)
+        allowed = max(b * RSS_TOLERANCE, RSS_FLOOR_KIB)
+        ok = held <= b + allowed
         if not ok and ctx.trim_diagnose and not ctx.sanitized:
             # Allocator retention or live memory? Ask glibc to give back what it can, and how
             # much it has handed out.
@@ -303,7 +311,8 @@ def invariants(ctx, drained=False, settle_s=20.0):
         if ctx.sanitized:
             ctx.case.notes.append(f"VmRSS not checked (sanitizer build): {detail}")
         else:
-            ctx.check(f"drained: VmRSS (less new code pages) within {int(RSS_TOLERANCE * 100)}% of the baseline ({b} KiB)",
+            ctx.check(f"drained: VmRSS (less new code pages) within {int(RSS_TOLERANCE * 100)}% or {RSS_FLOOR_KIB} KiB "
+                      f"of the baseline ({b} KiB)",
                       ok, detail)
     ctx.check(f"{tag}no unexpected message on the control connection", not ctx.ctl.orphans,
               str(ctx.ctl.orphans[:3]))
