@@ -9,7 +9,8 @@
 // Landlock-only spawn's planning. It is now done once per hidden set and kept:
 //   - kept: for each directory walked, its device, inode and ctime; for each entry to grant,
 //     an O_PATH fd on the inode the walk found (entries on another mount than their directory
-//     keep their path instead and are reopened per spawn, so no mount is pinned by the cache);
+//     keep their path instead and are reopened per spawn, so the cache pins no mount but those
+//     of the directories on the way to the control plane, which the daemon's own state is on);
 //   - reused when every directory walked still has the same device, inode and ctime
 //     (`lstat`, one per directory). Adding, removing or renaming an entry, or replacing the
 //     directory, changes one of them; a walk whose directories changed less than kSettle
