@@ -201,9 +201,30 @@ void VtFilter::csi_final(unsigned char c, std::string& out) {
   if (drop_) return;
   // REP repeats libvterm's last character, looping forever when it knows none of width 1.
   if (c == 'b' && !seq_rep_ok_) return;
+  rep_ok_ = c == 'b';  // REP leaves the last character as it was
+  // SM/RM and DECSET/DECRST with several modes: libvterm 0.1.4 sets only the first (state.c
+  // reads args[0]), terminals set each. One sequence per mode, so libvterm, the screen's
+  // mode scanner and a viewer's terminal agree; a missing mode is none.
+  std::size_t body = seq_.size() > 2 && seq_[2] == '?' ? 3 : 2;
+  if ((c == 'h' || c == 'l') && seq_.find(';', body) != std::string::npos &&
+      seq_.find_first_not_of("0123456789:;", body) == std::string::npos) {
+    std::string_view params(seq_);
+    params.remove_prefix(body);
+    while (true) {
+      std::size_t semi = params.find(';');
+      std::string_view mode = params.substr(0, semi);
+      if (!mode.empty()) {
+        out.append(seq_, 0, body);
+        out += mode;
+        out += static_cast<char>(c);
+      }
+      if (semi == std::string_view::npos) break;
+      params.remove_prefix(semi + 1);
+    }
+    return;
+  }
   seq_ += static_cast<char>(c);
   out += seq_;
-  rep_ok_ = c == 'b';  // REP leaves the last character as it was
 }
 
 // Text bytes of 0x80 and above: well-formed UTF-8 (Unicode Table 3-7) goes through whole, a

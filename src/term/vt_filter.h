@@ -13,6 +13,8 @@
 //     (which a terminal executes where they stand). A CSI with more than 16 parameters
 //     (libvterm's array), or more than one leader or intermediate byte (which libvterm
 //     ignores), is dropped; a parameter above 99999 becomes 99999. An unfinished one waits;
+//   - SM/RM and DECSET/DECRST naming several modes as one sequence per mode: libvterm
+//     0.1.4 sets only the first, terminals (xterm.js too) set each;
 //   - REP (CSI b) only right after a printable ASCII character, the only case where
 //     libvterm 0.1.4 knows a previous character of width 1 (otherwise it loops forever);
 //   - no strings: OSC, DCS, APC, PM and SOS are swallowed whole. The filter takes the title

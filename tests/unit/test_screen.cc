@@ -496,6 +496,22 @@ TEST_CASE("screen: DECRC after a shrinking resize keeps the cursor inside (fuzz:
   check_repaint(*u);
 }
 
+TEST_CASE("screen: a mode set naming several modes sets each (fuzz: decset-several-modes-origin)") {
+  // libvterm 0.1.4 alone sets only the first; the mode scanner and the repaint took both, so
+  // the cursor was repainted inside margins libvterm did not apply it to.
+  auto s = screen({24, 80});
+  s->feed("\x1b[?;6h\x1b[3r");
+  CHECK(s->cursor().row == 2);  // origin mode is on: DECSTBM homes into the region
+  check_repaint(*s);
+  auto t = screen({24, 80});
+  t->feed("\x1b[?25;1h");
+  CHECK(t->app_cursor_keys());
+  t->feed("\x1b[?1;25l");
+  CHECK_FALSE(t->app_cursor_keys());
+  CHECK_FALSE(t->cursor().visible);
+  check_repaint(*t);
+}
+
 TEST_CASE("screen: a cell of only combining marks is repainted as it is (fuzz: repaint-lone-combining-mark)") {
   // A mark after a cursor move gets a cell of its own, of width 0 in libvterm; printed in
   // order it would join the cell before it and hide the one after it.

@@ -80,6 +80,20 @@ TEST_CASE("vt_filter: CSIs libvterm 0.1.4 cannot take are dropped or bounded") {
   CHECK(pass("\x1b[1\x18m") == "m");              // CAN abandons it
 }
 
+TEST_CASE("vt_filter: a mode set or reset naming several modes becomes one sequence per mode") {
+  // libvterm 0.1.4 sets only the first mode of `CSI ? 1 ; 6 h`; terminals set each.
+  CHECK(pass("\x1b[?1;6h") == "\x1b[?1h\x1b[?6h");
+  CHECK(pass("\x1b[?1049;25l") == "\x1b[?1049l\x1b[?25l");
+  CHECK(pass("\x1b[4;20h") == "\x1b[4h\x1b[20h");  // SM too
+  CHECK(pass("\x1b[?;6h") == "\x1b[?6h");           // a missing mode is none
+  CHECK(pass("\x1b[?;h") == "");
+  CHECK(pass("\x1b[?6:1;7h") == "\x1b[?6:1h\x1b[?7h");
+  CHECK(pass("\x1b[?6h") == "\x1b[?6h");             // one mode: as it is
+  CHECK(pass("\x1b[?1;6$h") == "\x1b[?1;6$h");       // not SM/RM: as it is
+  CHECK(pass("\x1b[>1;6h") == "\x1b[>1;6h");
+  CHECK(pass("\x1b[1;6r") == "\x1b[1;6r");
+}
+
 TEST_CASE("vt_filter: REP only right after a printable ASCII character") {
   CHECK(pass("\x1b[b") == "");
   CHECK(pass("a\x1b[3b") == "a\x1b[3b");
