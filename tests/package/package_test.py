@@ -68,6 +68,9 @@ if "install ok installed" in sh(["dpkg-query", "-W", "-f=${Status}", "uexec"]).s
 # directory, with `log` and, once it ended, `rc`).
 t0 = time.monotonic()
 prebuild = os.environ.get("UEXEC_DEB_PREBUILD")
+if prebuild and not os.path.isdir(prebuild):
+    check("tools/dev test's background build is where UEXEC_DEB_PREBUILD says", False, prebuild)
+    sys.exit(1)
 if prebuild:
     while not os.path.exists(f"{prebuild}/rc") and time.monotonic() - t0 < 1500:
         time.sleep(1)
