@@ -30,6 +30,7 @@
 
 #include <fmt/core.h>
 
+#include "base/terminal_text.h"
 #include "cli/asciicast.h"
 #include "cli/commands.h"
 #include "cli/daemon_autostart.h"
@@ -223,10 +224,13 @@ int cmd_ls(const std::vector<std::string>& args) {
     if (!all && p.value("clientName", "") == "uexec-cli-probe") continue;
     std::string cmd;
     for (const auto& a : p["argv"]) cmd += (cmd.empty() ? "" : " ") + a.get<std::string>();
-    rows.push_back({p["sessionId"].get<std::string>().substr(0, 8) + "/" + p["processId"].get<std::string>(),
-                    p["name"].is_string() ? p["name"].get<std::string>() : "-", std::to_string(p.value("pid", 0)),
-                    p.value("state", "?"), p.value("tty", false) ? "yes" : "no",
-                    p["exitCode"].is_null() ? "-" : std::to_string(p["exitCode"].get<int>()), cmd});
+    // Ids, names and command lines are whatever their clients chose: shown, not sent, to the terminal.
+    rows.push_back({base::terminal_text(p["sessionId"].get<std::string>().substr(0, 8) + "/" +
+                                        p["processId"].get<std::string>()),
+                    p["name"].is_string() ? base::terminal_text(p["name"].get<std::string>()) : "-",
+                    std::to_string(p.value("pid", 0)), base::terminal_text(p.value("state", "?")),
+                    p.value("tty", false) ? "yes" : "no",
+                    p["exitCode"].is_null() ? "-" : std::to_string(p["exitCode"].get<int>()), base::terminal_text(cmd)});
   }
   // --all: what went lately, oldest first, with why and when (its output is gone with it).
   for (const auto& e : list->value("ended", json::array())) {
@@ -236,7 +240,8 @@ int cmd_ls(const std::vector<std::string>& args) {
     char when[32] = "?";
     std::tm tm{};
     if (::localtime_r(&at, &tm)) std::strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", &tm);
-    rows.push_back({e.value("sessionId", "").substr(0, 8) + "/" + e.value("processId", ""), "-", "-", state, "-", "-",
+    rows.push_back({base::terminal_text(e.value("sessionId", "").substr(0, 8) + "/" + e.value("processId", "")), "-", "-",
+                    state, "-", "-",
                     std::string("(went at ") + when + ")"});
   }
   std::size_t w[6] = {};
@@ -511,8 +516,8 @@ std::optional<int> logs_from_journal(const std::string& root, const std::string&
   std::string who = meta.contains("agentSessionId") ? "session " + meta["agentSessionId"].dump()
                     : meta.value("sessionId", "").empty() ? meta.value("processId", "")
                                                           : meta.value("sessionId", "") + "/" + meta.value("processId", "");
-  std::fprintf(stderr, "uexec logs: %s, from the journal (%s): %s\n", who.c_str(), found->dir.c_str(),
-               journal::ending_text(meta).c_str());
+  std::fprintf(stderr, "uexec logs: %s, from the journal (%s): %s\n", base::terminal_text(who).c_str(),
+               base::terminal_text(found->dir).c_str(), base::terminal_text(journal::ending_text(meta)).c_str());
   if (got->missing > 0)
     std::fprintf(stderr, "uexec logs: %llu bytes were not kept (the journal keeps each process's first and last parts)\n",
                  static_cast<unsigned long long>(got->missing));

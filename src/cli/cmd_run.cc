@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/terminal_text.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "cli/session_defaults.h"
@@ -252,10 +253,11 @@ class Runner {
       // Every record the sandbox itself made (also when the command coped and exited 0).
       if (const auto* log = session_->denial_log())
         for (const auto& r : log->records)
-          std::fprintf(stderr, "uexec: %s denied %s (%s)\n", r.source.c_str(), r.detail.c_str(), r.kind.c_str());
+          std::fprintf(stderr, "uexec: %s denied %s (%s)\n", r.source.c_str(), base::terminal_text(r.detail).c_str(),
+                       r.kind.c_str());
       if (v->denial) {
         std::fprintf(stderr, "uexec: sandbox (%s) denied: %s\n", policy::sandbox_kind_name(attempt.kind()),
-                     v->denial->describe().c_str());
+                     base::terminal_text(v->denial->describe()).c_str());
       } else if (attempt.sandboxed() && v->status.shell_code() != 0) {
         std::fprintf(stderr, "uexec: the command failed (%s); no sign of a sandbox denial\n",
                      v->status.describe().c_str());
@@ -476,8 +478,9 @@ policy::Decision ask_terminal(const policy::ApprovalRequest& r) {
   }
   std::string cmd;
   for (const auto& a : r.command) cmd += (cmd.empty() ? "" : " ") + a;
-  std::string q = "\r\nuexec: " + r.reason + "\r\n  command: " + cmd + "\r\n";
-  if (r.denial) q += "  denied:  " + r.denial->describe() + "\r\n";
+  // What the sandboxed program named (a path in the denial) cannot redraw the question.
+  std::string q = "\r\nuexec: " + base::terminal_text(r.reason) + "\r\n  command: " + base::terminal_text(cmd) + "\r\n";
+  if (r.denial) q += "  denied:  " + base::terminal_text(r.denial->describe()) + "\r\n";
   q += "  [y] yes  [a] yes, and for this command from now on  [N] no  [q] abort: ";
   (void)!::write(tty, q.data(), q.size());
   char buf[16] = {};

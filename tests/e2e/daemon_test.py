@@ -95,6 +95,14 @@ pid_id = out.strip()
 check("start prints an ID", code == 0 and "/" in pid_id, out + err)
 code, out, _ = cli("ls")
 check("ls lists it", pid_id in out and "running" in out, out)
+# A command line is whatever its client chose: `ls` shows its control characters as escapes
+# and never sends them to the terminal (here: clear the screen, set the title).
+code, out, err = cli("start", "--", "sh", "-c", "sleep 60 # \x1b[2J\x1b]2;pwned\x07")
+esc_id = out.strip()
+code, out, _ = cli("ls")
+check("ls shows a command's control characters as escapes",
+      "\x1b" not in out and "\x07" not in out and "sleep 60 # \\e[2J\\e]2;pwned\\x07" in out, repr(out))
+cli("kill", esc_id)
 code, out, err = cli("send", pid_id, "echo sent-$((40+2))")
 check("send", code == 0, err)
 deadline = time.time() + 10

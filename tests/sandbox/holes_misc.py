@@ -25,6 +25,8 @@
   - `--log-denials` lists the reads of what the sandbox hides (namespaces, bwrap): a deny-read
     file, also through a symlink, a file below a denied directory and the directory itself;
     allowed and missing reads are not listed (the control plane's token: holes_control.py);
+  - a denied path's control characters (an escape sequence in a file name) are shown as
+    escapes, never sent to the terminal;
   - root cannot leave a setuid file made with O_TMPFILE and linked in, with or without
     --log-denials;
   - more denials than the record holds (255 socket families) end normally and the rest are
@@ -33,7 +35,8 @@
 The first six cases are guards: they passed before (row 11 asked to verify what the landlock
 backend gives, and the README now says it); the last three are regression cases: the seccomp one failed
 before for landlock and bwrap, the filesystem one for every backend (row 12: filesystem
-denials were never listed), the last one everywhere (the rest were dropped uncounted).
+denials were never listed), the last one everywhere (the rest were dropped uncounted). The
+escape-sequence case is a regression case too: the path reached the terminal as it was.
 """
 import errno
 import os
@@ -259,6 +262,23 @@ def _(ctx):
            f"a filesystem record became the verdict: {describe(r)}")
     quiet = ctx.sandbox(["python3", "-c", script])
     expect("filesystem denied" not in quiet.stderr, f"listed without --log-denials: {describe(quiet)}")
+
+
+# Regression (noticed in review: the paths were printed as the program wrote them): a sandboxed
+# program names the paths of its denials, and a name can hold escape sequences that set the
+# title, clear the screen or move the cursor over what uexec printed before.
+@suite.case("--log-denials shows a denied path's control characters instead of sending them")
+def _(ctx):
+    name = f"/etc/uexec-esc-{os.getpid()}\x1b]2;pwned\x07\x1b[2J\u202e"
+    script = ("import sys\n"
+              f"try:\n    open({name!r}, 'w')\nexcept OSError as e:\n    print('denied', e.errno)\n")
+    r = ctx.sandbox(["python3", "-c", script], flags=("--log-denials",))
+    expect("denied" in r.stdout, f"the write was not refused: {describe(r)}")
+    listed = [line for line in r.stderr.splitlines() if line.startswith("uexec: filesystem denied")]
+    shown = f"/etc/uexec-esc-{os.getpid()}\\e]2;pwned\\x07\\e[2J\\u{{202e}}"
+    expect(any(shown in line for line in listed), f"{shown!r} is not listed: {describe(r)}")
+    expect("\x1b" not in r.stderr and "\x07" not in r.stderr and "\u202e" not in r.stderr,
+           f"a control character reached the terminal: {r.stderr!r}")
 
 
 @suite.case("--log-denials lists the reads of what the sandbox hides, with the path", backends=("namespaces", "bwrap"))
