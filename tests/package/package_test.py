@@ -3,8 +3,7 @@
 
 usage: package_test.py SOURCE_ROOT BUILD_DIR
 
-Builds the package with the project's own script (`tools/dev deb`; under `tools/dev test`,
-which starts that build in the background, it takes its result), installs it with `dpkg -i`
+Builds the package with the project's own script (`tools/dev deb`), installs it with `dpkg -i`
 (root only: the test skips, exit 77, without root, and when a uexec package is already
 installed, which it would replace), checks it as a person would use it, and purges it at the
 end whatever happened:
@@ -63,24 +62,9 @@ if "install ok installed" in sh(["dpkg-query", "-W", "-f=${Status}", "uexec"]).s
     print("SKIP: a uexec package is installed on this machine; this test would replace and purge it")
     sys.exit(77)
 
-# 1. Build it with the project's script; or, under `tools/dev test`, take the result of the
-# `tools/dev deb` it started in the background after the build (UEXEC_DEB_PREBUILD: its
-# directory, with `log` and, once it ended, `rc`).
+# 1. Build it with the project's script.
 t0 = time.monotonic()
-prebuild = os.environ.get("UEXEC_DEB_PREBUILD")
-if prebuild and not os.path.isdir(prebuild):
-    check("tools/dev test's background build is where UEXEC_DEB_PREBUILD says", False, prebuild)
-    sys.exit(1)
-if prebuild:
-    while not os.path.exists(f"{prebuild}/rc") and time.monotonic() - t0 < 1500:
-        time.sleep(1)
-    rc = open(f"{prebuild}/rc").read().strip() if os.path.exists(f"{prebuild}/rc") else ""
-    log = open(f"{prebuild}/log", errors="replace").read() if os.path.exists(f"{prebuild}/log") else ""
-    p = subprocess.CompletedProcess(["tools/dev", "deb"], int(rc) if rc.isdigit() else 1, "",
-                                    log if rc else log + "\n(the background build did not end in 1500 s)")
-    print(f"      tools/dev test built it in the background; waited {time.monotonic() - t0:.0f} s for it")
-else:
-    p = sh([f"{ROOT}/tools/dev", "deb"], cwd=ROOT, timeout=1500, env={**os.environ, "UEXEC_BUILD_DIR": BUILD})
+p = sh([f"{ROOT}/tools/dev", "deb"], cwd=ROOT, timeout=1500, env={**os.environ, "UEXEC_BUILD_DIR": BUILD})
 debs = glob.glob(f"{BUILD}/deb/uexec_*.deb")
 check("tools/dev deb builds the package", p.returncode == 0 and len(debs) == 1, p.stderr[-2000:])
 if not debs:
