@@ -4,14 +4,20 @@
 
 #include <utility>
 
+#include "base/terminal_text.h"
 #include "rpc/json_rpc.h"
 
 namespace uexec::rpc {
 
 namespace {
 
-// The command as the person reads it: shown whole up to a screenful, then cut.
-std::string shown(const std::string& s) { return s.size() > 2000 ? s.substr(0, 2000) + "…" : s; }
+// What the person reads, in a client that may print it on a terminal: control characters
+// shown as escapes (the command is the agent's, a denial's path the sandboxed program's:
+// neither may redraw the question), whole up to a screenful, then cut.
+std::string shown(const std::string& s) {
+  std::string t = base::terminal_text(s);
+  return t.size() > 2000 ? t.substr(0, 2000) + "…" : t;
+}
 
 }  // namespace
 
@@ -33,13 +39,13 @@ json elicitation_params(const ApprovalQuestion& q) {
   std::string message;
   if (q.purpose == "sandbox_retry") {
     message = fmt::format("uexec: the sandbox denied `{}` (in {}){}. Run it again without the sandbox?", shown(q.command),
-                          q.cwd, q.denial.empty() ? "" : ": " + q.denial);
+                          shown(q.cwd), q.denial.empty() ? "" : ": " + shown(q.denial));
   } else if (q.purpose == "escalation") {
-    message = fmt::format("uexec: `{}` (in {}) asks to run without the sandbox{}. Allow it?", shown(q.command), q.cwd,
-                          q.reason.empty() ? "" : ", because: " + q.reason);
+    message = fmt::format("uexec: `{}` (in {}) asks to run without the sandbox{}. Allow it?", shown(q.command),
+                          shown(q.cwd), q.reason.empty() ? "" : ", because: " + shown(q.reason));
   } else {
-    message = fmt::format("uexec: run `{}` (in {})?{}", shown(q.command), q.cwd,
-                          q.reason.empty() ? "" : " (" + q.reason + ")");
+    message = fmt::format("uexec: run `{}` (in {})?{}", shown(q.command), shown(q.cwd),
+                          q.reason.empty() ? "" : " (" + shown(q.reason) + ")");
   }
   message += "\nChoose approved (this once), approved_for_session (this command in this directory, for the rest of "
              "the session), denied (do not run it) or abort (end the tool call).";

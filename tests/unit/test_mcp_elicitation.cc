@@ -55,6 +55,22 @@ TEST_CASE("elicitation/create params: a message naming the command and cwd, and 
   CHECK(m3.find("rm -rf build") != std::string::npos);
 }
 
+TEST_CASE("elicitation/create params: control characters in the command or the denial are shown, not sent") {
+  // The agent wrote the command and the sandboxed program named the denied path: neither may
+  // move the cursor over the question in a client that prints it on a terminal.
+  policy::ApprovalRequest req;
+  req.purpose = "escalation";
+  req.command = {"bash", "-lc", "rm -rf ~\x1b[1A\x1b[2Kls"};
+  req.cwd = "/work\x07";
+  req.reason = "needs \xe2\x80\xae network";
+  std::string msg = rpc::elicitation_params(rpc::question_for(req))["message"];
+  CHECK(msg.find('\x1b') == std::string::npos);
+  CHECK(msg.find('\x07') == std::string::npos);
+  CHECK(msg.find("rm -rf ~\\e[1A\\e[2Kls") != std::string::npos);
+  CHECK(msg.find("/work\\x07") != std::string::npos);
+  CHECK(msg.find("needs \\u{202e} network") != std::string::npos);
+}
+
 TEST_CASE("elicitation answers: accept carries the decision; anything else is denied") {
   CHECK(rpc::decision_from_elicitation(answer({{"action", "accept"}, {"content", {{"decision", "approved"}}}})) ==
         Decision::kApproved);
