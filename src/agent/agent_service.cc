@@ -236,6 +236,16 @@ Result<long> AgentService::start_session(const ExecParams& p, Call* c) {
   return id;
 }
 
+base::Result<void> AgentService::adopt(long id) {
+  session::Session* s = pm_.find(std::to_string(id));
+  if (!s) return Error::invalid("agent session " + std::to_string(id) + " was not taken over");
+  if (registry_.find(id)) return Error::invalid("agent session id " + std::to_string(id) + " is in use");
+  AgentSession& a = registry_.add(id, *s, 0);
+  a.sub = s->output().subscribe([this, raw = &a] { on_activity(*raw); });
+  log_event({SessionEvent::Kind::kStart, id, a.origin, a.cmd(), {}, {}, {}});
+  return {};
+}
+
 // ---- the tools ---------------------------------------------------------------------------------
 
 namespace {

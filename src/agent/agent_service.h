@@ -141,6 +141,9 @@ class AgentService {
   ListResult list_sessions(const ListParams& p);
   // Ends the call's wait without replying; the process keeps running and nothing is consumed.
   void cancel(CallId id);
+  // Takes over agent session `id`, which an earlier daemon started and the manager has just
+  // taken over under the same id (holder/): write_stdin, read_output and the rest reach it.
+  [[nodiscard]] base::Result<void> adopt(long id);
   // Escalation on every live session; `done` runs when all finished or the grace is over.
   void shutdown(std::function<void()> done);
 

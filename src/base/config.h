@@ -5,6 +5,8 @@
 // front door. Plain aggregate: copy it, change fields, pass it down.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -106,6 +108,13 @@ struct Config {
 
   PtySize default_size{};
   ContainmentMode containment = ContainmentMode::kAuto;
+  // The pid the cgroup subtree is named after (`uexec-<pid>-<n>`); 0: this process. A daemon
+  // under a holder (holder/holder.h) names it after the holder and keeps the subtree it finds,
+  // so a daemon started after a crash takes its predecessor's sessions' cgroups over.
+  pid_t containment_owner = 0;
+  // A holder keeps this manager's sessions for the next one if it dies (holder/holder.h):
+  // sandboxes then outlive it too (SpawnSpec::die_with_manager).
+  bool held = false;
   SessionLimits limits{};  // every session's, unless its request says otherwise
   AgentConfig agent{};
 };

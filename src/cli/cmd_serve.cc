@@ -30,6 +30,7 @@
 #include "cli/session_defaults.h"
 #include "cli/user_config.h"
 #include "cli/ws_listener_flags.h"
+#include "holder/holder.h"
 #include "policy/control_registry.h"
 #include "rpc/unix_server.h"
 #if UEXEC_HAVE_LWS
@@ -75,6 +76,41 @@ bool write_private(const std::string& path, const std::string& text) {
 }  // namespace
 #endif
 
+namespace {
+
+bool env_is(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v && std::strcmp(v, value) == 0;
+}
+
+// The link a holder left for a daemon it started again (holder::kLinkEnv), taken out of the
+// environment so that no session inherits the name.
+base::UniqueFd holder_link_from_env() {
+  const char* v = std::getenv(holder::kLinkEnv);
+  if (!v) return {};
+  char* end = nullptr;
+  long fd = std::strtol(v, &end, 10);
+  ::unsetenv(holder::kLinkEnv);
+  if (end == v || *end != '\0' || fd < 3 || fd > 1 << 20 || ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC) < 0)
+    return {};
+  return base::UniqueFd(static_cast<int>(fd));
+}
+
+// How the holder starts the daemon again: this binary's path, `serve` and the same flags, but
+// for those that act once (--replace: the old daemon is gone; --new-token: keep the token).
+holder::HolderOptions holder_options(const std::vector<std::string>& args) {
+  holder::HolderOptions o;
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  o.exe = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string("/proc/self/exe");
+  o.argv = {"uexec", "serve"};
+  for (const auto& a : args)
+    if (a != "--replace" && a != "--new-token") o.argv.push_back(a);
+  return o;
+}
+
+}  // namespace
+
 int cmd_serve(const std::vector<std::string>& args) {
   // The config file first (user_config.h); the flags below override it.
   bool wants_help = false;
@@ -110,6 +146,8 @@ int cmd_serve(const std::vector<std::string>& args) {
   flags.on({"--replace"}, [&] { replace = true; });
   bool new_token = false;
   flags.on({"--new-token"}, [&] { new_token = true; });
+  bool use_holder = !env_is("UEXEC_HOLDER", "0");
+  flags.on({"--no-holder"}, [&] { use_holder = false; });
   bool journal = config->journal;
   flags.on({"--journal"}, [&] { journal = true; });
   flags.on({"--no-journal"}, [&] { journal = false; });
@@ -205,15 +243,51 @@ int cmd_serve(const std::vector<std::string>& args) {
     std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
     return kExitInternal;
   }
-  auto lock = DaemonLock::acquire(socket_path, replace, std::chrono::seconds(10));
-  if (!lock) {
-    const bool refused = lock.error().code == base::Errc::kLimit;  // another daemon: on purpose
-    std::fprintf(stderr, "uexec serve: %s\n",
-                 refused ? lock.error().context.c_str() : lock.error().message().c_str());
-    return refused ? kExitRefused : kExitInternal;
+  // A daemon its holder started again (after a crash) finds its link in the environment; the
+  // holder holds the lock. Otherwise: the lock, then (unless --no-holder) the fork into holder
+  // and daemon (holder/holder.h).
+  base::UniqueFd link = holder_link_from_env();
+  std::optional<DaemonLock> lock;
+  if (!link) {
+    auto acquired = DaemonLock::acquire(socket_path, replace, std::chrono::seconds(10));
+    if (!acquired) {
+      const bool refused = acquired.error().code == base::Errc::kLimit;  // another daemon: on purpose
+      std::fprintf(stderr, "uexec serve: %s\n",
+                   refused ? acquired.error().context.c_str() : acquired.error().message().c_str());
+      return refused ? kExitRefused : kExitInternal;
+    }
+    lock.emplace(std::move(*acquired));
+    if (use_holder) {
+      auto forked = holder::fork_daemon(holder_options(args));
+      if (!forked) {
+        std::fprintf(stderr, "uexec serve: warning: no holder (%s): a crash of this daemon ends its sessions\n",
+                     forked.error().message().c_str());
+      } else if (!forked->is_daemon) {
+        return forked->exit_code;  // the holder, when the daemon stopped for good
+      } else {
+        link = std::move(forked->link);
+        lock.reset();  // the holder's (a forked child holds no record lock: this closes a copy)
+      }
+    }
   }
+  if (link) ho.containment_owner = ::getppid();
   auto host = Host::create(ho);
   if (!host) return kExitUsage;
+  if (link) {
+    pid_t holder_pid = ::getppid();
+    auto taken = host->take_holder(std::move(link), [&lock, socket_path] {
+      // The holder is gone: this daemon keeps its sessions and takes the lock itself.
+      auto l = DaemonLock::acquire(socket_path, false, std::chrono::milliseconds{0});
+      if (l) lock.emplace(std::move(*l));
+      else UEXEC_LOG(kError, "the holder is gone and the socket's lock is taken: {}", l.error().message());
+    });
+    if (!taken)
+      std::fprintf(stderr, "uexec serve: warning: the holder (pid %d) could not be used (%s): a crash of this daemon "
+                   "ends its sessions\n", holder_pid, taken.error().message().c_str());
+    else if (*taken > 0)
+      std::fprintf(stderr, "uexec serve: took over %zu processes from the daemon before (holder pid %d)\n", *taken,
+                   holder_pid);
+  }
   if (auto r = host->listen_unix(socket_path); !r) {
     std::fprintf(stderr, "uexec serve: %s\n", r.error().message().c_str());
     return kExitInternal;

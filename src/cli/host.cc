@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "base/log.h"
 #include "cli/session_defaults.h"
 
 namespace uexec::cli {
@@ -26,6 +27,8 @@ std::unique_ptr<Host> Host::create(const HostOptions& options) {
   // docs/agent.md §1.1).
   cfg.close_drain = std::chrono::milliseconds{1000};
   if (options.terminate_grace) cfg.terminate_grace = *options.terminate_grace;
+  cfg.containment_owner = options.containment_owner;
+  cfg.held = options.containment_owner != 0;
   if (options.config) {
     cfg.retain_bytes = options.config->ring_bytes;
     cfg.agent.max_output_tokens = options.config->max_output_tokens;
@@ -56,7 +59,7 @@ std::unique_ptr<Host> Host::create(const HostOptions& options) {
   auto host = std::unique_ptr<Host>(new Host(options, cfg));
   if (writer) {
     host->journal_ = std::make_unique<journal::SessionJournal>(host->loop_, std::move(writer));
-    host->pm_->set_recorder(host->journal_.get());
+    host->pm_->add_recorder(host->journal_.get());
     host->exec_->use_journal(host->journal_->writer().root());
   }
   if (lifeline) {
@@ -84,6 +87,37 @@ Host::Host(const HostOptions& options, const base::Config& cfg)
 }
 
 Host::~Host() { teardown(); }
+
+base::Result<std::size_t> Host::take_holder(base::UniqueFd link, std::function<void()> on_lost) {
+  std::vector<holder::Adoptee> adoptees;
+  auto connected = holder::HolderLink::connect(loop_, *pm_, std::move(link), std::chrono::seconds(10), &adoptees);
+  if (!connected) return connected.error();
+  holder_ = std::move(*connected);
+  if (server_) holder_->owner_of = [this](const session::Session& s) { return server_->owner_of(s); };
+  holder_->on_holder_lost = std::move(on_lost);
+  pm_->add_recorder(holder_.get());
+  std::size_t taken = 0;
+  for (auto& a : adoptees) {
+    std::string key = a.handover.id;
+    pid_t pid = a.handover.pid;
+    holder_->expect(key, a.slot);
+    auto id = pm_->adopt(std::move(a.handover));
+    if (!id) {
+      UEXEC_LOG(kWarn, "could not take over process {} (pid {}): {}", key, pid, id.error().message());
+      holder_->release(key);
+      continue;
+    }
+    if (server_) {
+      if (auto r = server_->adopt(*pm_->find(*id), a.owner); !r) {
+        UEXEC_LOG(kWarn, "process {} (pid {}) runs on, but no client can reach it: {}", key, pid, r.error().message());
+        continue;
+      }
+    }
+    ++taken;
+  }
+  if (auto r = holder_->start(); !r) return r.error();
+  return taken;
+}
 
 base::Result<void> Host::listen_unix(const std::string& path) {
   unix_ = std::make_unique<rpc::UnixServer>(loop_, *server_);
@@ -169,8 +203,10 @@ void Host::teardown() {
   stdio_.reset();
   server_.reset();
   exec_.reset();
-  if (pm_) pm_->set_recorder(nullptr);  // what is still running now ends unrecorded
+  if (pm_ && journal_) pm_->remove_recorder(journal_.get());  // what is still running now ends unrecorded
+  if (pm_ && holder_) pm_->remove_recorder(holder_.get());
   pm_.reset();
+  holder_.reset();
   lifeline_.reset();  // disarmed: the manager ended every session
   journal_.reset();  // writes what is queued
 }

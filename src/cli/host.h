@@ -27,6 +27,7 @@
 #include "base/result.h"
 #include "cli/sandbox_flags.h"
 #include "cli/user_config.h"
+#include "holder/holder_link.h"
 #include "journal/session_journal.h"
 #include "loop/loop.h"
 #include "loop/signal_watcher.h"
@@ -56,6 +57,10 @@ struct HostOptions {
   // The sessions end with this process even when it is killed (session/owner_lifeline.h):
   // `uexec mcp` alone and `uexec exec-server`; not the daemon, whose sessions outlive it.
   bool sessions_end_with_host = false;
+  // Under a holder (holder/holder.h): its pid, which the sessions' cgroup subtree is named
+  // after (base::Config::containment_owner), and sandboxes then outlive this process
+  // (base::Config::held); 0: no holder.
+  pid_t containment_owner = 0;
 };
 
 class Host {
@@ -79,6 +84,11 @@ class Host {
   // A WebSocket listener on the server; returns the port it listens on.
   [[nodiscard]] base::Result<int> listen_ws(const web::WsOptions& options);
 #endif
+  // Under a holder (holder/holder.h): reads what it hands over on `link`, takes over the
+  // sessions an earlier daemon left (the manager, then the server), and from now on tells the
+  // holder of every session. Returns how many were taken over; `on_lost` runs if the holder
+  // goes later. Call before the front doors listen.
+  [[nodiscard]] base::Result<std::size_t> take_holder(base::UniqueFd link, std::function<void()> on_lost);
   // The server on stdin/stdout; stdin's EOF stops the host, with SIGKILL at once if `kill_at_eof`.
   [[nodiscard]] base::Result<void> serve_stdio(bool kill_at_eof);
   // MCP on stdin/stdout, on the service; stdin's EOF stops the host.
@@ -102,6 +112,7 @@ class Host {
   loop::Loop loop_;
   std::unique_ptr<journal::SessionJournal> journal_;  // outlives pm_, which tells it of each session
   std::unique_ptr<session::OwnerLifeline> lifeline_;  // outlives pm_ too: disarmed once it ended them
+  std::unique_ptr<holder::HolderLink> holder_;        // outlives pm_ too: a recorder of it
   std::unique_ptr<session::ProcessManager> pm_;
   std::unique_ptr<agent::AgentService> exec_;
   std::unique_ptr<rpc::ExecServer> server_;

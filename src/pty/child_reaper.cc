@@ -71,6 +71,50 @@ Result<void> ChildReaper::watch(pid_t pid, base::UniqueFd pidfd, ExitFn fn) {
   return {};
 }
 
+Result<void> ChildReaper::poll_pidfd(Child& child) {
+  int fd = child.pidfd.get();
+  auto poll = loop::make_handle<uv_poll_t>([&](uv_poll_t* p) { return uv_poll_init(loop_->get(), p, fd); },
+                                           "uv_poll_init pidfd");
+  if (!poll) return std::move(poll).error();
+  child.poll = std::move(poll).value();
+  child.poll.get()->data = &child;
+  if (int rc = uv_poll_start(child.poll.get(), UV_READABLE, &ChildReaper::on_pidfd); rc < 0)
+    return Error::uv(rc, "uv_poll_start pidfd");
+  return {};
+}
+
+Result<void> ChildReaper::watch_reaped_elsewhere(pid_t pid, base::UniqueFd pidfd, ExitFn fn) {
+  if (children_.count(pid) != 0) return Error::invalid("pid " + std::to_string(pid) + " is already watched");
+  auto child = std::make_unique<Child>();
+  child->owner = this;
+  child->pid = pid;
+  child->fn = std::move(fn);
+  child->pidfd = std::move(pidfd);
+  child->elsewhere = true;
+  children_.emplace(pid, std::move(child));
+  return {};
+}
+
+bool ChildReaper::deliver(pid_t pid, const ExitStatus& st) noexcept {
+  auto it = children_.find(pid);
+  if (it == children_.end() || !it->second->elsewhere) return false;
+  finish(pid, st);
+  return true;
+}
+
+void ChildReaper::reaper_lost() noexcept {
+  for (auto& [pid, child] : children_) {
+    if (!child->elsewhere || child->poll || !child->pidfd) continue;
+    if (auto r = poll_pidfd(*child); !r)
+      UEXEC_LOG(kWarn, "process {}: its end will not be seen ({})", pid, r.error().message());
+  }
+}
+
+int ChildReaper::pidfd_of(pid_t pid) const noexcept {
+  auto it = children_.find(pid);
+  return it == children_.end() ? -1 : it->second->pidfd.get();
+}
+
 Result<void> ChildReaper::start_sigchld() {
   auto r = sigchld_.start(SIGCHLD, [this](int) {
     sweep();
@@ -130,7 +174,12 @@ void ChildReaper::on_pidfd(uv_poll_t* h, int /*status*/, int /*events*/) noexcep
   if (!child) return;
   ExitStatus st;
   // Readable pidfd means exited; an error status (rare) also warrants a look.
-  if (try_reap(child->pid, &st)) {
+  if (child->elsewhere) {
+    // Its reaper (the holder) is gone and init reaps it now: the status cannot be known.
+    UEXEC_LOG(kWarn, "process {} ended while nothing could collect its exit status", child->pid);
+    st.code = 255;
+    child->owner->finish(child->pid, st);
+  } else if (try_reap(child->pid, &st)) {
     child->owner->finish(child->pid, st);
   } else if (errno == ECHILD) {
     // Someone else in this process reaped it (a second reaper that adopts orphans, a library's
@@ -144,7 +193,7 @@ void ChildReaper::on_pidfd(uv_poll_t* h, int /*status*/, int /*events*/) noexcep
 void ChildReaper::sweep() noexcept {
   std::vector<std::pair<pid_t, ExitStatus>> done;
   for (auto& [pid, child] : children_) {
-    if (child->poll) continue;  // has a pidfd: its own poll reports it
+    if (child->poll || child->elsewhere) continue;  // its own poll, or its reaper, reports it
     ExitStatus st;
     if (try_reap(pid, &st)) done.emplace_back(pid, st);
   }

@@ -45,6 +45,15 @@ class ChildReaper {
   [[nodiscard]] base::Result<void> watch(pid_t pid, base::UniqueFd pidfd, ExitFn fn);
   // Stops watching without reaping (the caller reaps, e.g. in a destructor).
   void unwatch(pid_t pid) noexcept;
+  // A process another process reaps (a session taken over from the holder, holder/holder.h,
+  // whose child it is now): its status comes through deliver(); `pidfd` is kept, unpolled.
+  [[nodiscard]] base::Result<void> watch_reaped_elsewhere(pid_t pid, base::UniqueFd pidfd, ExitFn fn);
+  // The status of such a process, as its reaper reported it; false when `pid` is not one.
+  bool deliver(pid_t pid, const ExitStatus& st) noexcept;
+  // Their reaper is gone: each now ends when its pidfd turns readable, status unknown (255).
+  void reaper_lost() noexcept;
+  // The pidfd of a watched pid, borrowed; -1 without one.
+  int pidfd_of(pid_t pid) const noexcept;
   std::size_t watched() const noexcept { return children_.size(); }
 
   // Becomes a child subreaper and reaps unwatched children as they exit (see above).
@@ -63,7 +72,9 @@ class ChildReaper {
     base::UniqueFd pidfd;
     loop::UvHandle<uv_poll_t> poll;
     ExitFn fn;
+    bool elsewhere = false;  // reaped by another process (watch_reaped_elsewhere)
   };
+  base::Result<void> poll_pidfd(Child& child);
   static void on_pidfd(uv_poll_t* h, int status, int events) noexcept;
   base::Result<void> start_sigchld();
   void sweep() noexcept;

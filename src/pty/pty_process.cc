@@ -132,6 +132,49 @@ Result<std::unique_ptr<PtyProcess>> PtyProcess::start(loop::Loop& loop, ChildRea
   return self;
 }
 
+Result<std::unique_ptr<PtyProcess>> PtyProcess::adopt(loop::Loop& loop, ChildReaper& reaper, pid_t pid,
+                                                      AdoptedFds fds, const ProcessOptions& opts,
+                                                      ProcessListener& listener) {
+  ignore_sigpipe_once();
+  std::unique_ptr<PtyProcess> self(new PtyProcess(loop, reaper, opts, listener));
+  self->pid_ = pid;
+  for (int i = 0; i < 2; ++i) {
+    if (!fds.out[i]) continue;
+    if (auto r = set_nonblocking(fds.out[i].get()); !r) return std::move(r).error();
+    self->outputs_[i].fd = std::move(fds.out[i]);
+    self->outputs_[i].stream = opts.tty ? Stream::kPty : (i == 0 ? Stream::kStdout : Stream::kStderr);
+    ++self->open_outputs_;
+  }
+  self->stdin_ = std::move(fds.stdin_pipe);
+  self->status_ = std::move(fds.status);
+  self->adopted_mask_requests_ = std::move(fds.mask_requests);
+  if (fds.listener) {
+    auto l = SeccompListener::adopt(loop, std::move(fds.listener), std::move(fds.files));
+    if (!l) return std::move(l).error();
+    self->seccomp_ = std::move(*l);
+  }
+  PtyProcess* raw = self.get();
+  if (auto r = reaper.watch_reaped_elsewhere(pid, std::move(fds.pidfd),
+                                             [raw](const ExitStatus& st) { raw->handle_exit(st); });
+      !r) {
+    self->pid_ = -1;  // not ours to kill
+    return std::move(r).error();
+  }
+  if (auto r = self->watch_outputs(); !r) return std::move(r).error();
+  if (self->open_outputs_ == 0) listener.on_eof();  // its output had ended already
+  return self;
+}
+
+HeldFds PtyProcess::held_fds() const noexcept {
+  HeldFds h;
+  for (int i = 0; i < 2; ++i) h.out[i] = outputs_[i].closed ? -1 : outputs_[i].fd.get();
+  h.stdin_pipe = stdin_.get();
+  h.status = status_.get();
+  h.pidfd = exited_ ? -1 : reaper_->pidfd_of(pid_);
+  h.listener = seccomp_ ? seccomp_->listener_fd() : -1;
+  return h;
+}
+
 PtyProcess::~PtyProcess() {
   kill_timer_.reset();
   if (pid_ > 0 && !exited_) {

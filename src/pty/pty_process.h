@@ -74,11 +74,37 @@ enum class SignalTarget {
   kLeader,      // the leader alone
 };
 
+// A running child's fds as an earlier daemon held them (session/handover.h), owned.
+struct AdoptedFds {
+  base::UniqueFd out[2];    // tty: [0] the master; pipes: stdout, stderr (either may be closed)
+  base::UniqueFd stdin_pipe;  // pipes with stdin_pipe: the write end
+  base::UniqueFd status;    // supervised spawns: init's records and the command's status
+  base::UniqueFd pidfd;
+  base::UniqueFd listener;  // Landlock and bwrap: the seccomp listener the manager answers
+  std::shared_ptr<const FileView> files;  // the listener's file records (null: none)
+  base::UniqueFd mask_requests;  // namespaces with deny-read: where init takes mask requests
+};
+
+// The same fds borrowed from a running PtyProcess, to be held elsewhere (-1: none).
+struct HeldFds {
+  int out[2] = {-1, -1};
+  int stdin_pipe = -1;
+  int status = -1;
+  int pidfd = -1;
+  int listener = -1;
+  int mask_requests = -1;
+};
+
 class PtyProcess {
  public:
   // Opens the PTY or pipes and spawns. Errors: kExecFailed with errno and step.
   [[nodiscard]] static base::Result<std::unique_ptr<PtyProcess>> start(
       loop::Loop& loop, ChildReaper& reaper, const SpawnSpec& spec, const ProcessOptions& opts,
+      ProcessListener& listener);
+  // Takes over `pid`, a child another process reaps (the holder), from its fds: output and
+  // input work as after start(); the exit comes through ChildReaper::deliver.
+  [[nodiscard]] static base::Result<std::unique_ptr<PtyProcess>> adopt(
+      loop::Loop& loop, ChildReaper& reaper, pid_t pid, AdoptedFds fds, const ProcessOptions& opts,
       ProcessListener& listener);
   ~PtyProcess();
   PtyProcess(const PtyProcess&) = delete;
@@ -104,6 +130,13 @@ class PtyProcess {
   std::size_t queued_input() const noexcept { return pending_in_.size() - pending_off_; }
   // Our end of the child's stdin pipe, or -1 (tty, no pipe, or closed).
   int stdin_pipe_fd() const noexcept { return stdin_.get(); }
+  // The fds that keep the child's terminal or pipes open and its end observable, borrowed:
+  // what a holder keeps copies of (mask_requests is the Session's to fill in).
+  HeldFds held_fds() const noexcept;
+  // The seccomp listener's file view, to carry with it; null: none.
+  std::shared_ptr<const FileView> listener_files() const noexcept { return seccomp_ ? seccomp_->files() : nullptr; }
+  // A taken-over process's mask-request channel (AdoptedFds), borrowed; -1: none.
+  int adopted_mask_requests() const noexcept { return adopted_mask_requests_.get(); }
 
   // TIOCSWINSZ; the child sees SIGWINCH. kUnsupported for pipes, kClosed after EOF.
   [[nodiscard]] base::Result<void> resize(base::PtySize size);
@@ -169,6 +202,7 @@ class PtyProcess {
   std::string pending_in_;   // queued input; bytes before pending_off_ are written
   std::size_t pending_off_ = 0;
   std::unique_ptr<loop::Timer> kill_timer_;  // made on the first terminate()
+  base::UniqueFd adopted_mask_requests_;     // adopt(): what SpawnSpec::keep held before
 };
 
 }  // namespace uexec::pty

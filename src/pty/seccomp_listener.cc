@@ -21,6 +21,14 @@ base::Result<std::unique_ptr<SeccompListener>> SeccompListener::watch(loop::Loop
   return self;
 }
 
+base::Result<std::unique_ptr<SeccompListener>> SeccompListener::adopt(loop::Loop& loop, base::UniqueFd listener,
+                                                                      std::shared_ptr<const FileView> files) {
+  std::unique_ptr<SeccompListener> self(new SeccompListener(loop, -1, std::move(files)));
+  self->fd_ = std::move(listener);
+  if (auto r = self->poll_on(self->fd_.get()); !r) return std::move(r).error();
+  return self;
+}
+
 base::Result<void> SeccompListener::poll_on(int fd) {
   poll_.close();
   auto poll = loop::make_handle<uv_poll_t>([&](uv_poll_t* p) { return uv_poll_init(loop_->get(), p, fd); },

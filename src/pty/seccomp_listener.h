@@ -40,6 +40,9 @@ class SeccompListener {
   // `files`: hold and record file calls by this view (null: none).
   [[nodiscard]] static base::Result<std::unique_ptr<SeccompListener>> watch(
       loop::Loop& loop, int channel, std::shared_ptr<const FileView> files = nullptr);
+  // Answers the notifications of `listener`, taken over from an earlier daemon (holder/).
+  [[nodiscard]] static base::Result<std::unique_ptr<SeccompListener>> adopt(
+      loop::Loop& loop, base::UniqueFd listener, std::shared_ptr<const FileView> files = nullptr);
   ~SeccompListener();
   SeccompListener(const SeccompListener&) = delete;
   SeccompListener& operator=(const SeccompListener&) = delete;
@@ -51,6 +54,9 @@ class SeccompListener {
   std::span<const uexec_sup_record> records() const noexcept { return {table_.data(), kept_}; }
   // Records not kept: more than UEXEC_SUP_MAX_RECORDS distinct ones.
   unsigned dropped() const noexcept { return dropped_; }
+  // The listener, borrowed (-1 until it came from the channel, or once stopped).
+  int listener_fd() const noexcept { return fd_.get(); }
+  const std::shared_ptr<const FileView>& files() const noexcept { return files_; }
 
  private:
   SeccompListener(loop::Loop& loop, int channel, std::shared_ptr<const FileView> files)

@@ -92,6 +92,7 @@ struct ChildArgs {
   int init_fd;
   int status_fd;
   int channel;           // supervisor channel, or -1
+  bool die_with_manager; // PR_SET_PDEATHSIG for pid 1
   void* command_stack;   // where pid 1 runs the command's process
   char pid_text[16];     // the command's pid, for init's argv
   char records_mode[4];  // init's argv[4]: "-", or "w" (file records) and "r" (setuid is evidence)
@@ -208,8 +209,9 @@ int pid1_main(void* raw) noexcept {
   auto* a = static_cast<ChildArgs*>(raw);
   reset_dispositions();
   if (::setsid() < 0) child_fail(a, "setsid");
-  // The sandbox dies with the manager; init keeps this across its execve.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail(a, "prctl PDEATHSIG");
+  // The sandbox dies with the manager, unless a holder keeps it for the next one; init keeps
+  // this across its execve.
+  if (a->die_with_manager && ::prctl(PR_SET_PDEATHSIG, SIGKILL) < 0) child_fail(a, "prctl PDEATHSIG");
   join_limit_cgroups(a);  // before anything forks: the command inherits them
   run_steps(a, a->setup_steps, a->nsetup);
   pid_t cmd = ::clone(child_main, a->command_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, a);
@@ -390,6 +392,7 @@ Result<Spawned> spawn(const SpawnSpec& spec, const ChildStdio& stdio) {
   args.pass_fds = spec.pass_fds.data();
   args.npass = spec.pass_fds.size();
   args.channel = -1;
+  args.die_with_manager = spec.die_with_manager;
   const bool supervised = spec.ns_flags != 0;
   args.cgroup_join = supervised ? -1 : spec.cgroup_fd;
   args.join_procs = spec.join_cgroups.data();

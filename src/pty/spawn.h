@@ -72,6 +72,9 @@ struct SpawnSpec {
   // manager sends them on the socket's other end, which `mask_requests` names.
   int supervisor_channel = -1;
   int mask_requests = -1;
+  // Supervised mode: pid 1 dies with the manager (PR_SET_PDEATHSIG), so no sandbox runs on
+  // unsupervised. False when a holder keeps the sessions for the next manager (holder/).
+  bool die_with_manager = true;
   // Unsupervised sandboxes (Landlock-only, bwrap): a datagram socket on which the command
   // sends its seccomp listener before it execs, for PtyProcess to answer
   // (pty/seccomp_listener.h); owned by `keep`. -1: none.

@@ -26,6 +26,8 @@ namespace uexec::rpc {
 
 class ExecMethods {
  public:
+  // The agent service behind exec/* (null: none).
+  agent::AgentService* service() const noexcept { return exec_; }
   // `exec` may be null: then every exec/* method answers "unsupported".
   ExecMethods(agent::AgentService* exec, session::ProcessManager& pm, ProcessTable& table, ApprovalBroker& approvals);
   ~ExecMethods();

@@ -4,6 +4,8 @@
 
 namespace uexec::rpc {
 
+using nlohmann::json;
+
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
@@ -129,6 +131,66 @@ void ExecServer::check_shutdown() {
     return;
   }
   shutdown_timer_->start(milliseconds{10}, [this] { check_shutdown(); });
+}
+
+json ExecServer::owner_of(const session::Session& s) {
+  const std::string& key = s.id();
+  auto slash = key.find('/');
+  if (slash == std::string::npos) {
+    // An agent session, and the protocol sessions that see it as a process (docs/protocol.md §4.6).
+    json viewers = json::array();
+    for (auto& [sid, ps] : table_.sessions())
+      if (auto* p = table_.find_process(ps.get(), key); p && p->agent)
+        viewers.push_back({{"session", sid}, {"client", ps->client_name}, {"keep", ps->keep_forever}, {"ttlMs", ps->ttl_ms}});
+    return {{"agent", true}, {"viewers", viewers}};
+  }
+  std::string sid = key.substr(0, slash), pid = key.substr(slash + 1);
+  json out = {{"session", sid}, {"process", pid}};
+  if (ProtocolSession* ps = table_.find_session(sid)) {
+    out["client"] = ps->client_name;
+    out["keep"] = ps->keep_forever;
+    out["ttlMs"] = ps->ttl_ms;
+    if (ProtocolProcess* p = table_.find_process(ps, pid); p && !p->metadata.is_null()) out["metadata"] = p->metadata;
+  }
+  return out;
+}
+
+base::Result<void> ExecServer::adopt(session::Session& s, const json& owner) {
+  const std::string& key = s.id();
+  auto slash = key.find('/');
+  if (slash == std::string::npos) {
+    if (!exec_methods_.service()) return base::Error::invalid("agent session " + key + ": no agent service");
+    char* end = nullptr;
+    long id = std::strtol(key.c_str(), &end, 10);
+    if (end == key.c_str() || *end != '\0') return base::Error::invalid("agent session id " + key + " is not a number");
+    if (auto r = exec_methods_.service()->adopt(id); !r) return r;
+    if (owner.is_object() && owner.contains("viewers") && owner["viewers"].is_array())
+      for (const auto& v : owner["viewers"]) {
+        if (!v.is_object() || !v.contains("session") || !v["session"].is_string()) continue;
+        ProtocolSession& ps = session_for(v["session"].get<std::string>(), v);
+        if (!table_.find_process(&ps, key)) table_.add(ps, key, key, s, true);
+      }
+    return {};
+  }
+  std::string sid = key.substr(0, slash), pid = key.substr(slash + 1);
+  ProtocolSession& ps = session_for(sid, owner);
+  if (table_.find_process(&ps, pid)) return base::Error::invalid("process " + key + " is already listed");
+  ProtocolProcess& p = table_.add(ps, pid, key, s, false);
+  p.subscribers[&ps] = {};
+  if (owner.is_object() && owner.contains("metadata")) p.metadata = owner["metadata"];
+  if (!ps.connection) table_.detach(ps);  // its TTL again, or kept forever, as before
+  return {};
+}
+
+ProtocolSession& ExecServer::session_for(const std::string& sid, const json& facts) {
+  if (ProtocolSession* ps = table_.find_session(sid)) return *ps;
+  ProtocolSession& ps = table_.new_session(sid);
+  if (facts.is_object()) {
+    ps.client_name = facts.value("client", std::string());
+    ps.keep_forever = facts.value("keep", false);
+    ps.ttl_ms = facts.value("ttlMs", -2L);
+  }
+  return ps;
 }
 
 }  // namespace uexec::rpc

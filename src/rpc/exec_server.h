@@ -72,6 +72,15 @@ class ExecServer {
   void shutdown(bool kill_now, std::function<void()> done);
   std::size_t processes() const { return table_.processes(); }
 
+  // What a holder keeps of `s`'s owner, to hand back with it (holder/holder_link.h): its
+  // protocol session and process ids, that session's client and detach rules, the process's
+  // metadata; {"agent": true} for an agent session.
+  nlohmann::json owner_of(const session::Session& s);
+  // Takes over `s`, which an earlier daemon ran for `owner` (owner_of's): an agent session goes
+  // to the AgentService; a process goes back to its protocol session (made again, detached,
+  // when it is not there), so that a client resuming it, `uexec ls` and the rest find it.
+  [[nodiscard]] base::Result<void> adopt(session::Session& s, const nlohmann::json& owner);
+
  private:
   friend class rpc::Connection;
 
@@ -79,6 +88,9 @@ class ExecServer {
   void on_process_change(ProtocolProcess& p);
   MethodTable method_table();
   void check_shutdown();
+  // Protocol session `sid`, made (detached, with the client and detach rules in `facts`) when
+  // an earlier daemon had it and this one does not (adopt).
+  ProtocolSession& session_for(const std::string& sid, const nlohmann::json& facts);
 
   session::ProcessManager& pm_;
   const std::vector<std::string> env_;

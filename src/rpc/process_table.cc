@@ -41,6 +41,13 @@ ProtocolSession& ProcessTable::new_session() {
   return raw;
 }
 
+ProtocolSession& ProcessTable::new_session(const std::string& id) {
+  auto s = std::make_unique<ProtocolSession>(pm_.loop(), id);
+  ProtocolSession& raw = *s;
+  sessions_.emplace(raw.id, std::move(s));
+  return raw;
+}
+
 ProtocolSession* ProcessTable::find_session(const std::string& id) {
   auto it = sessions_.find(id);
   return it == sessions_.end() ? nullptr : it->second.get();

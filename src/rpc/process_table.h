@@ -44,8 +44,10 @@ class ProcessTable {
   // A process was forgotten (the server's shutdown may be complete).
   std::function<void()> on_forgotten;
 
-  // A new protocol session with a fresh UUID.
+  // A new protocol session with a fresh UUID, or with `id` (one taken over from an earlier
+  // daemon; it must not be in use).
   ProtocolSession& new_session();
+  ProtocolSession& new_session(const std::string& id);
   // Null when `id` names none.
   ProtocolSession* find_session(const std::string& id);
   // Null when `session` is null or has no process `id`.

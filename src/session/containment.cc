@@ -245,7 +245,7 @@ void await_gone(const std::vector<pid_t>& pids, std::chrono::milliseconds max) {
 
 // ---- Containment ----
 
-Containment::Containment(base::ContainmentMode mode) {
+Containment::Containment(base::ContainmentMode mode, pid_t owner) : owner_(owner > 0 ? owner : ::getpid()) {
   if (mode == base::ContainmentMode::kTracked || mode == base::ContainmentMode::kOff) {
     why_not_ = "containment mode is tracked";
     return;
@@ -258,9 +258,11 @@ Containment::Containment(base::ContainmentMode mode) {
   // One subtree per Containment: a process may hold several managers (tests do).
   static std::atomic<unsigned> instances{0};
   instance_ = instances++;
-  root_ = parent + "/uexec-" + std::to_string(::getpid()) + "-" + std::to_string(instance_);
+  root_ = parent + "/uexec-" + std::to_string(owner_) + "-" + std::to_string(instance_);
   remove_stale_in(parent);
-  if (::mkdir(root_.c_str(), 0755) < 0 && errno == EEXIST) remove_tree(root_), ::mkdir(root_.c_str(), 0755);
+  // Ours from an earlier run of this pid: emptied. Our holder's: its sessions are ours now.
+  if (::mkdir(root_.c_str(), 0755) < 0 && errno == EEXIST && owner_ == ::getpid())
+    remove_tree(root_), ::mkdir(root_.c_str(), 0755);
   if (::access(root_.c_str(), F_OK) != 0) {
     why_not_ = "cannot make " + root_ + ": " + std::strerror(errno);
     root_.clear();
@@ -308,7 +310,7 @@ void Containment::remove_stale_in(const std::string& parent) {
     if (std::strncmp(e->d_name, "uexec-", 6) != 0) continue;
     char* end = nullptr;
     long pid = std::strtol(e->d_name + 6, &end, 10);  // uexec-<pid>-<instance>
-    if (pid <= 0 || (*end != '\0' && *end != '-') || pid == ::getpid()) continue;
+    if (pid <= 0 || (*end != '\0' && *end != '-') || pid == ::getpid() || pid == owner_) continue;
     if (::kill(static_cast<pid_t>(pid), 0) < 0 && errno == ESRCH) stale.emplace_back(parent + "/" + e->d_name);
   }
   ::closedir(d);
@@ -364,8 +366,9 @@ Containment::ControllerHome& Containment::home(int controller) {
   std::string parent = own_cgroup_dir(name, &h.why);
   if (parent.empty()) return h;
   remove_stale_in(parent);
-  std::string dir = parent + "/uexec-" + std::to_string(::getpid()) + "-" + std::to_string(instance_);
-  if (::mkdir(dir.c_str(), 0755) < 0 && errno == EEXIST) remove_tree(dir), ::mkdir(dir.c_str(), 0755);
+  std::string dir = parent + "/uexec-" + std::to_string(owner_) + "-" + std::to_string(instance_);
+  if (::mkdir(dir.c_str(), 0755) < 0 && errno == EEXIST && owner_ == ::getpid())
+    remove_tree(dir), ::mkdir(dir.c_str(), 0755);
   if (::access((dir + "/cgroup.procs").c_str(), W_OK) != 0) {
     h.why = "cannot make " + dir + ": " + std::strerror(errno);
     ::rmdir(dir.c_str());
@@ -465,6 +468,19 @@ std::vector<pid_t> ContainmentGroup::members() const {
   }
   if (tier_ == ContainmentTier::kTracked) return tracked_members();
   return {};
+}
+
+std::unique_ptr<ContainmentGroup> Containment::adopt_group(const std::string& path, pid_t leader, std::string marker) {
+  std::unique_ptr<ContainmentGroup> g(new ContainmentGroup(this, ContainmentTier::kTracked));
+  g->marker_ = std::move(marker);
+  g->leader_ = leader;
+  if (cgroups() && path.size() > root_.size() && path.compare(0, root_.size() + 1, root_ + "/") == 0 &&
+      path.find('/', root_.size() + 1) == std::string::npos && path.find("..") == std::string::npos &&
+      ::access(path.c_str(), F_OK) == 0) {
+    g->path_ = path;
+    g->tier_ = ContainmentTier::kCgroup;
+  }
+  return g;
 }
 
 std::vector<pid_t> ContainmentGroup::tracked_members() const {

@@ -64,7 +64,9 @@ class Containment {
  public:
   // Probes for a writable cgroup v2 (kAuto, kCgroup) and makes `uexec-<pid>` in it; falls
   // back to tracking (logged, with the reason). kCgroup without cgroups also falls back.
-  explicit Containment(base::ContainmentMode mode);
+  // `owner`: the pid the subtree is named after (base::Config::containment_owner; 0: ours).
+  // Another process's name means a subtree already there is taken over, not emptied.
+  explicit Containment(base::ContainmentMode mode, pid_t owner = 0);
   // Kills everything still in the subtree and removes it.
   ~Containment();
   Containment(const Containment&) = delete;
@@ -77,6 +79,10 @@ class Containment {
   // A group for one session; `env` is the session's environment (for the tracked tier's
   // UEXEC_SESSION_ID marker). Falls back to a tracked group if the cgroup cannot be made.
   std::unique_ptr<ContainmentGroup> make_group(const std::vector<std::string>& env);
+  // The group of a session taken over from an earlier daemon (holder/holder.h): its cgroup
+  // `path` when it lies in our subtree and still exists, else tracked by its leader and `marker`
+  // ("UEXEC_SESSION_ID=<id>", may be empty).
+  std::unique_ptr<ContainmentGroup> adopt_group(const std::string& path, pid_t leader, std::string marker);
   // The cgroup side of `limits` (memory, pids, cpu) for one session whose containment group
   // is `group` (may be null); `supervised`: a sandbox's namespaces (not in `group`'s cgroup).
   // kUnsupported, saying why, when a controller it needs is nowhere the manager can write.
@@ -102,6 +108,7 @@ class Containment {
   base::UniqueFd root_fd_;
   std::string why_not_;
   unsigned instance_ = 0;  // the <n> of uexec-<pid>-<n>
+  pid_t owner_;            // the <pid>
   std::uint64_t next_ = 1;
   ControllerHome homes_[3];  // memory, pids, cpu
   std::vector<std::string> retired_;  // emptied cgroups waiting for their last zombie
@@ -126,6 +133,10 @@ class ContainmentGroup {
   }
   // The session's processes alive now, the leader excluded.
   std::vector<pid_t> members() const;
+  // Its cgroup's directory; empty for the other tiers.
+  const std::string& path() const noexcept { return path_; }
+  // "UEXEC_SESSION_ID=<id>" when the tracked tier looks for it, or empty.
+  const std::string& marker() const noexcept { return marker_; }
   // Kills every member (cgroup.kill, or per pid) and says who they were.
   std::vector<LingeringProcess> kill_all();
 

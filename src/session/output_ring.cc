@@ -35,7 +35,20 @@ OutputRing::~OutputRing() {
 
 Offset OutputRing::tail_start() const noexcept {
   if (total_ <= head_) return total_;
-  return std::max<Offset>(head_, total_ > tail_ ? total_ - tail_ : 0);
+  return std::max<Offset>({head_, floor_, total_ > tail_ ? total_ - tail_ : 0});
+}
+
+void OutputRing::resume_after_loss(Offset total, std::uint64_t newlines, Seq last_seq) {
+  UEXEC_CHECK(total_ == 0 && head_index_.empty() && tail_index_.empty());
+  tail_ += head_;
+  head_ = 0;
+  total_ = floor_ = total;
+  newlines_ = newlines;
+  tail_page0_ = total / kPageSize;
+  if (last_seq > 0 && total > 0) {
+    evicted_starts_.push_back(EvictedStart{last_seq, 0});
+    evicted_starts_dropped_ = true;  // seqs before it map to the start: all of the loss is their gap
+  }
 }
 
 OutputRing::Page OutputRing::take_page() {
@@ -145,7 +158,7 @@ void OutputRing::append(Seq seq, Stream stream, std::span<const std::byte> bytes
   Offset end = off + bytes.size();
   total_ = end;
   if (tail_ > 0) {
-    Offset keep_from = std::max<Offset>(head_, end > tail_ ? end - tail_ : 0);
+    Offset keep_from = std::max<Offset>({head_, floor_, end > tail_ ? end - tail_ : 0});
     evict_tail_before(keep_from);
     if (keep_from > off) {  // a chunk longer than the tail budget leaves its last T bytes
       note_evicted_start(seq, off);

@@ -92,6 +92,12 @@ class OutputRing {
 
   explicit OutputRing(std::size_t retain_bytes);
   ~OutputRing();
+  // A fresh ring continues a session whose earlier output is gone (a daemon that died; the
+  // holder, holder/holder.h): offsets resume at `total` with `newlines` counted, everything
+  // before is the evicted middle (no head: the whole budget is tail), and a reader that saw
+  // chunk `last_seq` reads on from `total` with no gap; an older seq maps to 0 (its gap then
+  // counts everything lost, an over-count). Only before the first append.
+  void resume_after_loss(Offset total, std::uint64_t newlines, Seq last_seq);
   OutputRing(const OutputRing&) = delete;
   OutputRing& operator=(const OutputRing&) = delete;
 
@@ -156,6 +162,7 @@ class OutputRing {
   std::uint64_t head_;   // head budget H
   std::uint64_t tail_;   // tail budget T
   Offset total_ = 0;
+  Offset floor_ = 0;  // nothing before it is stored (resume_after_loss)
   std::uint64_t newlines_ = 0;
   std::vector<Page> head_pages_;
   std::size_t head0_cap_ = 0;     // head_pages_[0] grows to kPageSize (see write_head)

@@ -6,6 +6,7 @@
 #include <malloc.h>
 #endif
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -19,7 +20,7 @@ using base::Result;
 ProcessManager::ProcessManager(loop::Loop& loop, base::Config config)
     : loop_(&loop), config_(config), reaper_(loop), sweep_(loop) {
   if (config_.containment == base::ContainmentMode::kOff) return;
-  containment_ = std::make_unique<Containment>(config_.containment);
+  containment_ = std::make_unique<Containment>(config_.containment, config_.containment_owner);
   if (auto r = reaper_.adopt_orphans(); !r)
     UEXEC_LOG(kWarn, "containment: orphans will not re-parent to the manager ({})", r.error().message());
 }
@@ -55,31 +56,57 @@ Result<SessionId> ProcessManager::start(const policy::ExecRequest& req, const po
   auto session = std::make_unique<Session>(*loop_, reaper_, config_, id, this, containment_.get(),
                                            config_.limits.merged(req.limits));
   if (auto r = session->start(attempt, req); !r) return std::move(r).error();
-  if (!session->late_deny().empty() && session->mask_requests() >= 0) {
-    // Deny-read files that appear later are masked too; a session that cannot be watched
-    // does not run (its process is killed and reaped as the session goes).
-    if (!deny_watch_) {
-      deny_watch_ = std::make_unique<DenyReadWatcher>(*loop_);
-      // Later, a session the watcher can no longer cover ends (fail closed, docs/sandbox.md §3.6).
-      deny_watch_->on_uncovered = [this](const std::string& sid, const std::string& why) {
-        if (Session* s = find(sid)) s->kill_for_policy("denyReadUncovered", why);
-      };
-    }
-    if (auto r = deny_watch_->add(id, session->late_deny(), session->mask_requests()); !r) {
-      (void)session->signal(SIGKILL, pty::SignalTarget::kGroup);
-      deny_watch_->report_uncovered();
-      return std::move(r).error();
-    }
-    deny_watch_->report_uncovered();
-  }
+  if (auto r = watch_late_deny(*session); !r) return std::move(r).error();
   Session& started = *session;
   sessions_.emplace(id, std::move(session));
-  if (recorder_) recorder_->on_started(started);
+  for (auto* r : recorders_) r->on_started(started);
   if (lifeline_) {
     lifeline_->started(started.pid());  // a session leader: its pid is its group
     lifeline_listed_.insert(&started);
   }
   return id;
+}
+
+Result<void> ProcessManager::watch_late_deny(Session& session) {
+  if (session.late_deny().empty() || session.mask_requests() < 0) return {};
+  // A session that cannot be watched does not run (its process is killed and reaped as the
+  // session goes).
+  if (!deny_watch_) {
+    deny_watch_ = std::make_unique<DenyReadWatcher>(*loop_);
+    // Later, a session the watcher can no longer cover ends (fail closed, docs/sandbox.md §3.6).
+    deny_watch_->on_uncovered = [this](const std::string& sid, const std::string& why) {
+      if (Session* s = find(sid)) s->kill_for_policy("denyReadUncovered", why);
+    };
+  }
+  if (auto r = deny_watch_->add(session.id(), session.late_deny(), session.mask_requests()); !r) {
+    (void)session.signal(SIGKILL, pty::SignalTarget::kGroup);
+    deny_watch_->report_uncovered();
+    return r;
+  }
+  deny_watch_->report_uncovered();
+  return {};
+}
+
+Result<SessionId> ProcessManager::adopt(Handover h) {
+  SessionId id = h.id;
+  if (id.empty() || sessions_.count(id) != 0) return Error::invalid("process id " + id + " is empty or in use");
+  auto session = std::make_unique<Session>(*loop_, reaper_, config_, id, this, containment_.get(), config_.limits);
+  if (auto r = session->adopt(std::move(h)); !r) return std::move(r).error();
+  if (!session->late_deny().empty() && session->mask_requests() < 0) {
+    (void)session->signal(SIGKILL, pty::SignalTarget::kGroup);
+    return Error::invalid("process " + id + ": its deny-read masking could not be taken over");
+  }
+  if (auto r = watch_late_deny(*session); !r) return std::move(r).error();
+  Session& adopted = *session;
+  sessions_.emplace(id, std::move(session));
+  for (auto* r : recorders_) r->on_started(adopted);
+  return id;
+}
+
+void ProcessManager::add_recorder(SessionRecorder* recorder) { recorders_.push_back(recorder); }
+
+void ProcessManager::remove_recorder(SessionRecorder* recorder) noexcept {
+  recorders_.erase(std::remove(recorders_.begin(), recorders_.end(), recorder), recorders_.end());
 }
 
 Session* ProcessManager::find(const SessionId& id) noexcept {
@@ -91,7 +118,8 @@ void ProcessManager::remove(const SessionId& id) {
   auto it = sessions_.find(id);
   if (it == sessions_.end()) return;
   if (deny_watch_) deny_watch_->remove(id);
-  if (recorder_ && !it->second->finished()) recorder_->on_removed(*it->second);
+  if (!it->second->finished())
+    for (auto* r : recorders_) r->on_removed(*it->second);
   graveyard_.push_back(std::move(it->second));
   sessions_.erase(it);
   // What the session held, roughly: its ring, plus its process, buffers and timers.
@@ -165,7 +193,7 @@ void ProcessManager::forget_group(Session& s) {
 
 void ProcessManager::on_session_closed(Session& s) {
   forget_group(s);  // its lingering members were killed just before
-  if (recorder_) recorder_->on_closed(s);
+  for (auto* r : recorders_) r->on_closed(s);
   if (on_closed) on_closed(s);
 }
 

@@ -56,6 +56,14 @@ class ProcessManager final : public SessionObserver {
   // Every spawn goes through `attempt.env_for`.
   [[nodiscard]] base::Result<SessionId> start(const policy::ExecRequest& req,
                                               const policy::SandboxAttempt& attempt = policy::SandboxAttempt::none());
+  // Takes over a session an earlier daemon started (session/handover.h), under its own id;
+  // recorders hear of it as of a start. A sandboxed one whose deny-read can no longer be
+  // kept is killed, as at a start.
+  [[nodiscard]] base::Result<SessionId> adopt(Handover h);
+  // A taken-over session's leader ended; its reaper (the holder) says how.
+  void deliver_exit(pid_t pid, const pty::ExitStatus& st) noexcept { (void)reaper_.deliver(pid, st); }
+  // That reaper is gone: taken-over sessions end when their pidfds say so, status unknown.
+  void reaper_lost() noexcept { reaper_.reaper_lost(); }
   // The session, or nullptr.
   Session* find(const SessionId& id) noexcept;
   // Forgets a session; one still running is killed (SIGKILL) and reaped first.
@@ -77,9 +85,10 @@ class ProcessManager final : public SessionObserver {
   const Containment* containment() const noexcept { return containment_.get(); }
   loop::Loop& loop() noexcept { return *loop_; }
 
-  // The recorder told of every session's start and end (the journal); null: none. It must
-  // outlive the manager or be unset first; the manager's destructor tells it nothing.
-  void set_recorder(SessionRecorder* recorder) noexcept { recorder_ = recorder; }
+  // A recorder told of every session's start and end (the journal, the holder's link); it
+  // must outlive the manager or be removed first; the manager's destructor tells it nothing.
+  void add_recorder(SessionRecorder* recorder);
+  void remove_recorder(SessionRecorder* recorder) noexcept;
   // The watcher that ends the sessions' process groups if this process dies without ending
   // them (owner_lifeline.h); null: none (the daemon). Same lifetime rule as the recorder.
   void set_lifeline(OwnerLifeline* lifeline) noexcept { lifeline_ = lifeline; }
@@ -95,6 +104,8 @@ class ProcessManager final : public SessionObserver {
   void trim_now();
   // Tells the lifeline that `s`'s process group is gone, if it has not yet.
   void forget_group(Session& s);
+  // Deny-read files that appear later are masked too (DenyReadWatcher); false: it cannot.
+  base::Result<void> watch_late_deny(Session& s);
 
   loop::Loop* loop_;
   base::Config config_;
@@ -108,7 +119,7 @@ class ProcessManager final : public SessionObserver {
   std::unique_ptr<loop::Timer> trim_timer_;  // a trim while sessions remain; gone when idle
   std::uint64_t next_id_ = 1;
   std::unique_ptr<DenyReadWatcher> deny_watch_;  // made for the first sandbox with deny-read
-  SessionRecorder* recorder_ = nullptr;
+  std::vector<SessionRecorder*> recorders_;
   OwnerLifeline* lifeline_ = nullptr;
   std::unordered_set<const Session*> lifeline_listed_;  // groups the lifeline still lists
 };

@@ -52,6 +52,7 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   opts.read_burst_bytes = config_->read_burst_bytes;
   opts.stdin_queue_max = limits_.stdin_queue_bytes.value_or(config_->stdin_queue_max);
   const bool supervised = spec->ns_flags != 0;
+  spec->die_with_manager = !config_->held;
   if (supervised) {
     tier_ = ContainmentTier::kPidNamespace;  // the kernel empties it when its init goes
   } else if (containment_) {
@@ -109,11 +110,100 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
   return {};
 }
 
+Result<void> Session::adopt(Handover h) {
+  UEXEC_CHECK(!process_);
+  pty::ProcessOptions opts;
+  opts.tty = h.tty;
+  opts.size = h.size;
+  opts.stdin_pipe = h.stdin_pipe;
+  opts.read_burst_bytes = config_->read_burst_bytes;
+  opts.stdin_queue_max = limits_.stdin_queue_bytes.value_or(config_->stdin_queue_max);
+  ring_.resume_after_loss(h.total, h.newlines, h.next_seq > 1 ? h.next_seq - 1 : 0);
+  next_seq_ = std::max<Seq>(h.next_seq, 1);
+  auto started_wall = WallClock::time_point(std::chrono::milliseconds(h.started_wall_ms));
+  started_wall_ = started_wall;
+  started_at_ = Clock::now() - std::chrono::duration_cast<Clock::duration>(
+                                   std::max(WallClock::duration::zero(), WallClock::now() - started_wall));
+  pid_ = h.pid;
+  tty_ = h.tty;
+  size_ = h.size;
+  argv_ = std::move(h.argv);
+  cwd_ = std::move(h.cwd);
+  name_ = std::move(h.name);
+  sandboxed_ = h.sandboxed;
+  sandbox_kind_ = "none";
+  for (auto k : {policy::SandboxKind::kLinuxNamespaces, policy::SandboxKind::kLinuxLandlock,
+                 policy::SandboxKind::kLinuxBwrap, policy::SandboxKind::kFake, policy::SandboxKind::kMacosSeatbelt})
+    if (h.sandbox_kind == policy::sandbox_kind_name(k)) sandbox_kind_ = policy::sandbox_kind_name(k);
+  seccomp_ = h.seccomp;
+  mount_view_ = h.mount_view;
+  denial_log_ = std::make_shared<policy::DenialLog>();
+  if (h.pid_namespace) {
+    tier_ = ContainmentTier::kPidNamespace;
+  } else if (containment_) {
+    group_ = containment_->adopt_group(h.cgroup, h.pid, h.marker);
+    tier_ = group_->tier();
+  }
+  late_deny_ = std::move(h.late_deny);
+  auto exit = h.exit;
+  auto proc = pty::PtyProcess::adopt(*loop_, *reaper_, h.pid, std::move(h.fds), opts, *this);
+  if (!proc) return std::move(proc).error();
+  process_ = std::move(proc).value();
+  mask_requests_ = process_->adopted_mask_requests();
+  if (exit) reaper_->deliver(pid_, *exit);
+  refilled_ = Clock::now();
+  return {};
+}
+
+bool Session::describe(Handover& h) const {
+  if (!process_) return false;
+  h.id = id_;
+  h.pid = pid_;
+  h.tty = tty_;
+  h.stdin_pipe = process_->stdin_pipe_fd() >= 0;
+  h.size = size_;
+  h.argv = argv_;
+  h.cwd = cwd_;
+  h.name = name_;
+  h.sandboxed = sandboxed_;
+  h.sandbox_kind = sandbox_kind_;
+  h.seccomp = seccomp_;
+  h.mount_view = mount_view_;
+  h.pid_namespace = tier_ == ContainmentTier::kPidNamespace;
+  h.started_wall_ms = std::chrono::duration_cast<std::chrono::milliseconds>(started_wall_.time_since_epoch()).count();
+  if (group_) {
+    h.cgroup = group_->path();
+    h.marker = group_->marker();
+  }
+  h.late_deny = late_deny_;
+  h.next_seq = next_seq_;
+  h.total = ring_.total();
+  h.newlines = ring_.newlines();
+  return true;
+}
+
+void Session::set_mirror(SeqMirror* mirror) noexcept {
+  mirror_ = mirror;
+  if (!mirror_) return;
+  mirror_->total.store(ring_.total(), std::memory_order_relaxed);
+  mirror_->newlines.store(ring_.newlines(), std::memory_order_relaxed);
+  mirror_seq();
+}
+
+void Session::mirror_seq() noexcept {
+  if (mirror_) mirror_->next_seq.store(next_seq_, std::memory_order_relaxed);
+}
+
 void Session::on_output(pty::Stream stream, std::span<const std::byte> bytes) {
   // When, for recordings: ms after the start (a vDSO clock read per chunk, not per byte).
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started_at_).count();
   auto at_ms = static_cast<std::uint32_t>(std::clamp<long long>(ms, 0, UINT32_MAX));
+  if (mirror_) {  // before the append: a death in between loses this chunk, never its seq
+    mirror_->next_seq.store(next_seq_ + 1, std::memory_order_relaxed);
+    mirror_->total.store(ring_.total() + bytes.size(), std::memory_order_relaxed);
+  }
   ring_.append(next_seq_++, stream, bytes, at_ms);
+  if (mirror_) mirror_->newlines.store(ring_.newlines(), std::memory_order_relaxed);
   arm_idle();
   if (limits_.output_bytes_per_sec) meter_output(bytes.size());
 }
@@ -210,6 +300,7 @@ void Session::advance() {
     if (sandboxed_)
       verdict_->denial = policy::classify_exit(*exit_, denial_log_.get(), ring_.render(), seccomp_, mount_view_);
     exited_seq_ = next_seq_++;
+    mirror_seq();
     ring_.notify();
     if (observer_) observer_->on_session_exited(*this);
     if (!eof_) {
@@ -225,6 +316,7 @@ void Session::advance() {
     kill_lingering();
     closed_ = true;
     closed_seq_ = next_seq_++;
+    mirror_seq();
     ring_.notify();
     if (observer_) observer_->on_session_closed(*this);
   }

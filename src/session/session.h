@@ -36,7 +36,9 @@
 #include "policy/sandbox_attempt.h"
 #include "pty/pty_process.h"
 #include "session/containment.h"
+#include "session/handover.h"
 #include "session/output_ring.h"
+#include "session/seq_mirror.h"
 #include "term/screen.h"
 
 namespace uexec::session {
@@ -83,6 +85,14 @@ class Session final : public pty::ProcessListener {
   // Spawns through `attempt`; errors are kExecFailed (errno, step) or kInvalidArgument.
   [[nodiscard]] base::Result<void> start(const policy::SandboxAttempt& attempt,
                                          const policy::ExecRequest& req);
+
+  // Takes over a session an earlier daemon started (handover.h) instead of spawning: its
+  // output continues at the seq and offset it had reached, what came before is a gap.
+  [[nodiscard]] base::Result<void> adopt(Handover h);
+  // Where the output counters are copied as they move (seq_mirror.h); null: nowhere.
+  void set_mirror(SeqMirror* mirror) noexcept;
+  // What a holder needs to give this session to another daemon; false before start.
+  bool describe(Handover& h) const;
 
   const SessionId& id() const noexcept { return id_; }
   pid_t pid() const noexcept { return pid_; }
@@ -173,6 +183,7 @@ class Session final : public pty::ProcessListener {
   void arm_idle();
   void end_by_limit(std::string limit, std::string message);
   void meter_output(std::size_t n);
+  void mirror_seq() noexcept;
 
   loop::Loop* loop_;
   pty::ChildReaper* reaper_;
@@ -208,6 +219,7 @@ class Session final : public pty::ProcessListener {
   int mask_requests_ = -1;
   Clock::time_point exited_at_{};
 
+  SeqMirror* mirror_ = nullptr;
   Seq next_seq_ = 1;
   Seq exited_seq_ = 0;
   Seq closed_seq_ = 0;

@@ -28,7 +28,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
-from e2e_util import Checks, McpClient  # noqa: E402
+from e2e_util import Checks, McpClient, kill_serve_hard  # noqa: E402
 
 uexec = os.path.abspath(sys.argv[1])
 check = Checks()
@@ -113,8 +113,7 @@ check("the daemon still answers logs itself", r.stdout == seq_out and b"journal"
 # ---- everything killed: the daemon first (mid-stream), then what it ran --------------------
 live = [m["pid"] for _, m in metas() if "end" not in m]
 check("the running ones have no end yet", len(live) == 2, live)
-daemon.send_signal(signal.SIGKILL)
-daemon.wait()
+kill_serve_hard(daemon)
 for p in live:
     try:
         os.kill(p, signal.SIGKILL)
@@ -221,8 +220,7 @@ while time.time() < deadline and not (journaled(done_id, True) and journaled(big
 time.sleep(0.1)  # its first output, gathered for up to 10 ms
 long_pid = (journaled(long_id, False) or {}).get("pid")
 mcp.close()
-daemon.send_signal(signal.SIGKILL)
-daemon.wait()
+kill_serve_hard(daemon)
 if long_pid:
     try:
         os.kill(long_pid, signal.SIGKILL)

@@ -87,3 +87,50 @@ class McpClient(Peer):
         r = self.request("tools/call", {"name": name, "arguments": args}, timeout)
         res = r.get("result", {})
         return res, "".join(c.get("text", "") for c in res.get("content", []))
+
+
+def daemon_pid(holder_pid, timeout=10.0):
+    """The daemon under a `uexec serve` holder (holder/holder.h: the serve process is the holder,
+    the daemon its child named uexec), or None."""
+    import time
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        try:
+            with open(f"/proc/{holder_pid}/task/{holder_pid}/children") as f:
+                kids = [int(p) for p in f.read().split()]
+        except OSError:
+            return None
+        for k in kids:
+            try:
+                with open(f"/proc/{k}/comm") as f:
+                    if f.read().strip() == "uexec":
+                        return k
+            except OSError:
+                pass
+        time.sleep(0.02)
+    return None
+
+
+def kill_serve_hard(popen):
+    """SIGKILL a `uexec serve` and its daemon both, as a machine crash would: the holder first
+    (or it would start the daemon again), then the daemon (which would run on without it)."""
+    import signal
+    daemon = daemon_pid(popen.pid, timeout=1.0)
+    popen.send_signal(signal.SIGKILL)
+    popen.wait()
+    if daemon:
+        try:
+            os.kill(daemon, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        for _ in range(200):
+            if not os.path.exists(f"/proc/{daemon}"):
+                break
+            try:
+                with open(f"/proc/{daemon}/stat") as f:
+                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                        break
+            except OSError:
+                break
+            import time
+            time.sleep(0.01)

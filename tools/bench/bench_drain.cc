@@ -357,9 +357,9 @@ int bench_main(const Options& o) {
     // One manager (a second one's orphan reaper would reap the first's children): the
     // journal is its recorder for the journaled runs only.
     auto run_journaled = [&](const Plan& p) {
-      pm.set_recorder(&journal);
+      pm.add_recorder(&journal);
       Sample s = run_uexec(pm, loop, exe, p, env);
-      pm.set_recorder(nullptr);
+      pm.remove_recorder(&journal);
       journal.writer().flush();  // its writes belong to this run, not the next
       return s;
     };

@@ -134,9 +134,9 @@ int bench_main(const Options& o) {
     // One manager (a second one's orphan reaper would reap the first's children): the
     // journal is its recorder for the journaled samples only.
     auto journaled = [&] {
-      pm.set_recorder(&journal);
+      pm.add_recorder(&journal);
       std::int64_t t = uexec_first_byte(pm, loop, echo, env);
-      pm.set_recorder(nullptr);
+      pm.remove_recorder(&journal);
       return t;
     };
     for (int i = 0; i < 3; ++i) {  // warm-up

@@ -1,0 +1,334 @@
+#include "holder/holder.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include <fmt/core.h>
+
+#include "holder/handover_json.h"
+#include "holder/holder_wire.h"
+#include "session/seq_mirror.h"
+
+namespace uexec::holder {
+
+using base::Error;
+using base::Result;
+using base::UniqueFd;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr int kSignals[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP};
+constexpr milliseconds kMaxBackoff{30000};
+constexpr milliseconds kStableRun{2000};  // a daemon that ran this long was not a crash loop
+constexpr milliseconds kEndGrace{2000};
+
+void say(const std::string& line) {
+  std::fprintf(stderr, "uexec serve (holder %d): %s\n", static_cast<int>(::getpid()), line.c_str());
+}
+
+pty::ExitStatus status_of(const siginfo_t& si) {
+  pty::ExitStatus st;
+  switch (si.si_code) {
+    case CLD_EXITED: st.code = si.si_status; break;
+    case CLD_DUMPED: st.core_dumped = true; [[fallthrough]];
+    case CLD_KILLED: st.signal = si.si_status; break;
+    default: st.code = si.si_status; break;
+  }
+  return st;
+}
+
+// Kept small: a holder of 1000 sessions counts against the daemon's memory bound (M1). The
+// facts and fd names stay as the text they came in; they are parsed only to be handed over.
+struct Held {
+  pid_t pid = -1;
+  std::uint32_t slot = 0;
+  std::string meta;      // JSON text
+  std::string fd_names;  // JSON text: an array of names
+  std::vector<UniqueFd> fds;
+  std::optional<pty::ExitStatus> exit;
+};
+
+class Holder {
+ public:
+  Holder(const HolderOptions& options, UniqueFd table, sigset_t old_mask)
+      : opts_(options), table_(std::move(table)), old_mask_(old_mask) {}
+
+  int run(pid_t daemon, UniqueFd link) {
+    sigset_t set;
+    sigemptyset(&set);
+    for (int s : kSignals) sigaddset(&set, s);
+    sigfd_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!sigfd_ || ::prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) {
+      say(fmt::format("cannot watch signals or become a subreaper ({}); holding nothing", std::strerror(errno)));
+      // The daemon runs on as if unheld: wait for it and pass its status on.
+      ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+      int st = 0;
+      while (::waitpid(daemon, &st, 0) < 0 && errno == EINTR) {
+      }
+      return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    }
+    daemon_ = daemon;
+    link_ = std::move(link);
+    started_ = Clock::now();
+    hand_over();
+    while (!done_) {
+      pollfd p[2] = {{sigfd_.get(), POLLIN, 0}, {link_ ? link_.get() : -1, POLLIN, 0}};
+      int timeout = -1;
+      if (restart_at_) {
+        auto left = std::chrono::duration_cast<milliseconds>(*restart_at_ - Clock::now()).count();
+        timeout = static_cast<int>(std::max<long long>(left, 0));
+      }
+      int n = ::poll(p, 2, timeout);
+      if (n < 0 && errno != EINTR) break;
+      if (n > 0 && p[0].revents) on_signal();
+      if (n > 0 && p[1].revents && link_) on_link();
+      if (restart_at_ && Clock::now() >= *restart_at_ && !done_) {
+        restart_at_.reset();
+        start_daemon();
+      }
+    }
+    return exit_code_;
+  }
+
+ private:
+  void on_signal() {
+    signalfd_siginfo si{};
+    while (::read(sigfd_.get(), &si, sizeof si) == static_cast<ssize_t>(sizeof si)) {
+      int sig = static_cast<int>(si.ssi_signo);
+      if (sig == SIGCHLD) {
+        reap();
+        continue;
+      }
+      stopping_ = true;
+      if (daemon_ > 0) {
+        ::kill(daemon_, sig);  // the daemon ends its sessions; its exit ends us
+      } else {
+        say(fmt::format("stopping with no daemon running: ending {} held sessions", held_.size()));
+        end_held();
+        done_ = true;
+        exit_code_ = 0;
+      }
+    }
+  }
+
+  void reap() {
+    for (;;) {
+      siginfo_t si{};
+      if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0) return;
+      pty::ExitStatus st = status_of(si);
+      if (si.si_pid == daemon_) {
+        daemon_ended(st);
+        continue;
+      }
+      for (auto& [key, h] : held_) {
+        if (h.pid != si.si_pid || h.exit) continue;
+        h.exit = st;  // a taken-over leader, now our child: its daemon learns of it from us
+        if (link_) (void)send(link_.get(), {{"op", "exited"}, {"pid", h.pid}, {"exit", exit_json(st)}});
+      }
+    }
+  }
+
+  void on_link() {
+    for (;;) {
+      auto m = receive(link_.get(), /*wait=*/false);
+      if (!m) {
+        if (m.error().code == base::Errc::kLimit) return;
+        if (m.error().code == base::Errc::kInvalidArgument) {
+          say(fmt::format("ignored a message: {}", m.error().message()));
+          continue;
+        }
+        link_.reset();  // the daemon is going; its SIGCHLD says how
+        return;
+      }
+      const json& b = m->body;
+      std::string op = b["op"].get<std::string>();
+      std::string key = b.value("key", std::string());
+      if (op == "hold" && !key.empty()) {
+        Held h;
+        h.pid = b.value("pid", -1);
+        h.slot = b.value("slot", std::uint32_t{0});
+        h.meta = b.value("meta", json::object()).dump();
+        h.fd_names = (b.contains("fds") && b["fds"].is_array() ? b["fds"] : json::array()).dump();
+        h.fds = std::move(m->fds);
+        h.fds.shrink_to_fit();
+        h.meta.shrink_to_fit();
+        if (auto it = held_.find(key); it != held_.end() && it->second.pid == h.pid) h.exit = it->second.exit;
+        if (h.pid > 0) held_[key] = std::move(h);
+      } else if (op == "meta" && held_.count(key)) {
+        held_[key].meta = b.value("meta", json::object()).dump();
+      } else if (op == "release") {
+        held_.erase(key);
+      }
+    }
+  }
+
+  void daemon_ended(const pty::ExitStatus& st) {
+    daemon_ = -1;
+    link_.reset();
+    const bool crashed = st.signal != 0;
+    if (stopping_ || (!crashed && (st.code == 0 || held_.empty()))) {
+      if (!held_.empty()) {
+        say(fmt::format("the daemon exited ({}) leaving {} sessions: ending them", st.describe(), held_.size()));
+        end_held();
+      }
+      done_ = true;
+      exit_code_ = st.shell_code();
+      return;
+    }
+    auto ran = Clock::now() - started_;
+    backoff_ = ran >= kStableRun ? milliseconds{0} : std::min(kMaxBackoff, std::max(milliseconds{100}, backoff_ * 2));
+    say(fmt::format("the daemon ended ({}) holding {} sessions; starting {} again{}", st.describe(), held_.size(),
+        opts_.exe, backoff_.count() ? " after a pause" : ""));
+    restart_at_ = Clock::now() + backoff_;
+  }
+
+  void start_daemon() {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+      say(fmt::format("socketpair: {}; trying again", std::strerror(errno)));
+      restart_at_ = Clock::now() + milliseconds{1000};
+      return;
+    }
+    UniqueFd mine(sv[0]), theirs(sv[1]);
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      say(fmt::format("fork: {}; trying again", std::strerror(errno)));
+      restart_at_ = Clock::now() + milliseconds{1000};
+      return;
+    }
+    if (pid == 0) {
+      ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
+      int fd = theirs.release();
+      ::fcntl(fd, F_SETFD, 0);
+      ::setenv(kLinkEnv, std::to_string(fd).c_str(), 1);
+      std::vector<char*> argv;
+      for (const auto& a : opts_.argv) argv.push_back(const_cast<char*>(a.c_str()));
+      argv.push_back(nullptr);
+      ::execv(opts_.exe.c_str(), argv.data());
+      std::fprintf(stderr, "uexec serve (holder): exec %s: %s\n", opts_.exe.c_str(), std::strerror(errno));
+      ::_exit(127);
+    }
+    daemon_ = pid;
+    link_ = std::move(mine);
+    started_ = Clock::now();
+    hand_over();
+  }
+
+  // hello, then every held session, then adopted. Blocking: the daemon reads them before it
+  // runs its loop. A failure means it died; its SIGCHLD comes next.
+  void hand_over() {
+    int table = table_.get();
+    if (!send(link_.get(), {{"op", "hello"}, {"slots", kSlots}, {"holder", ::getpid()}, {"fds", {"table"}}},
+              std::span<const int>(&table, 1)))
+      return;
+    for (auto& [key, h] : held_) {
+      json body = {{"op", "adopt"},
+                   {"key", key},
+                   {"pid", h.pid},
+                   {"slot", h.slot},
+                   {"meta", json::parse(h.meta, nullptr, false)},
+                   {"fds", json::parse(h.fd_names, nullptr, false)}};
+      if (h.exit) body["exit"] = exit_json(*h.exit);
+      std::vector<int> fds;
+      for (const auto& f : h.fds) fds.push_back(f.get());
+      if (!send(link_.get(), body, fds)) return;
+    }
+    (void)send(link_.get(), {{"op", "adopted"}});
+  }
+
+  // No daemon will take them: as a stop would, SIGHUP/SIGTERM, then SIGKILL after a grace.
+  void end_held() {
+    std::vector<pid_t> alive;
+    for (auto& [key, h] : held_) {
+      if (h.exit) continue;
+      ::kill(-h.pid, SIGHUP);
+      ::kill(-h.pid, SIGTERM);
+      ::kill(-h.pid, SIGCONT);
+      alive.push_back(h.pid);
+    }
+    auto deadline = Clock::now() + kEndGrace;
+    while (!alive.empty() && Clock::now() < deadline) {
+      std::erase_if(alive, [](pid_t p) { return ::waitpid(p, nullptr, WNOHANG) != 0; });
+      if (!alive.empty()) ::usleep(20000);
+    }
+    for (pid_t p : alive) {
+      ::kill(-p, SIGKILL);
+      ::kill(p, SIGKILL);
+      while (::waitpid(p, nullptr, 0) < 0 && errno == EINTR) {
+      }
+    }
+    held_.clear();
+    for (;;) {  // orphans of theirs
+      siginfo_t si{};
+      if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0) break;
+    }
+  }
+
+  HolderOptions opts_;
+  UniqueFd table_;
+  sigset_t old_mask_;
+  UniqueFd sigfd_;
+  UniqueFd link_;
+  pid_t daemon_ = -1;
+  std::map<std::string, Held> held_;
+  Clock::time_point started_{};
+  std::optional<Clock::time_point> restart_at_;
+  milliseconds backoff_{0};
+  bool stopping_ = false;
+  bool done_ = false;
+  int exit_code_ = 0;
+};
+
+}  // namespace
+
+Result<Forked> fork_daemon(const HolderOptions& options) {
+  UniqueFd table(::memfd_create("uexec-holder-counters", MFD_CLOEXEC));
+  if (!table) return Error::sys("memfd_create holder table");
+  if (::ftruncate(table.get(), static_cast<off_t>(kSlots * sizeof(session::SeqMirror))) < 0)
+    return Error::sys("ftruncate holder table");
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) return Error::sys("socketpair holder link");
+  UniqueFd mine(sv[0]), theirs(sv[1]);
+  // Blocked before the fork: a stop sent at once is not lost to either process.
+  sigset_t set, old;
+  sigemptyset(&set);
+  for (int s : kSignals) sigaddset(&set, s);
+  ::sigprocmask(SIG_BLOCK, &set, &old);
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    int e = errno;
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    return Error::sys("fork daemon", e);
+  }
+  Forked out;
+  if (pid == 0) {
+    ::sigprocmask(SIG_SETMASK, &old, nullptr);
+    out.is_daemon = true;
+    out.link = std::move(theirs);
+    return out;
+  }
+  theirs.reset();
+  Holder holder(options, std::move(table), old);
+  out.exit_code = holder.run(pid, std::move(mine));
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  return out;
+}
+
+}  // namespace uexec::holder

@@ -1,0 +1,192 @@
+#include "holder/holder_link.h"
+
+#include <poll.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "base/log.h"
+#include "holder/handover_json.h"
+#include "holder/holder_wire.h"
+
+namespace uexec::holder {
+
+using base::Error;
+using base::Result;
+using base::UniqueFd;
+using nlohmann::json;
+
+HolderLink::HolderLink(loop::Loop& loop, session::ProcessManager& pm, UniqueFd fd)
+    : loop_(&loop), pm_(&pm), fd_(std::move(fd)), next_turn_(loop) {}
+
+HolderLink::~HolderLink() {
+  if (table_) ::munmap(table_, slots_ * sizeof(session::SeqMirror));
+}
+
+Result<std::unique_ptr<HolderLink>> HolderLink::connect(loop::Loop& loop, session::ProcessManager& pm, UniqueFd fd,
+                                                        std::chrono::milliseconds wait,
+                                                        std::vector<Adoptee>* adoptees) {
+  std::unique_ptr<HolderLink> self(new HolderLink(loop, pm, std::move(fd)));
+  auto next = [&]() -> Result<Message> {
+    pollfd p{self->fd_.get(), POLLIN, 0};
+    int n = ::poll(&p, 1, static_cast<int>(wait.count()));
+    if (n == 0) return Error{base::Errc::kLimit, 0, "the holder sent nothing within " + std::to_string(wait.count()) + " ms"};
+    return receive(self->fd_.get(), /*wait=*/true);
+  };
+  auto hello = next();
+  if (!hello) return std::move(hello).error();
+  if (hello->body["op"] != "hello") return Error::invalid("the holder's first message is not hello");
+  UniqueFd table = hello->take("table");
+  self->slots_ = std::min<std::size_t>(hello->body.value("slots", std::size_t{0}), std::size_t{1} << 20);
+  self->holder_pid_ = hello->body.value("holder", 0);
+  if (!table || self->slots_ == 0) return Error::invalid("the holder's hello has no counters table");
+  void* map = ::mmap(nullptr, self->slots_ * sizeof(session::SeqMirror), PROT_READ | PROT_WRITE, MAP_SHARED,
+                     table.get(), 0);
+  if (map == MAP_FAILED) return Error::sys("mmap the holder's counters table");
+  self->table_ = static_cast<session::SeqMirror*>(map);
+  std::vector<bool> used(self->slots_, false);
+  for (;;) {
+    auto m = next();
+    if (!m) return std::move(m).error();
+    const json& b = m->body;
+    if (b["op"] == "adopted") break;
+    if (b["op"] != "adopt") continue;
+    Adoptee a;
+    a.slot = b.value("slot", self->slots_);
+    a.handover.id = b.value("key", std::string());
+    a.handover.pid = b.value("pid", -1);
+    const json meta = b.value("meta", json::object());
+    read_facts(meta, a.handover);
+    a.owner = meta.value("owner", json());
+    take_fds(*m, a.handover.fds);
+    if (b.contains("exit")) a.handover.exit = read_exit(b["exit"]);
+    if (a.slot < self->slots_ && !used[a.slot]) {
+      const session::SeqMirror& c = self->table_[a.slot];
+      a.handover.next_seq = std::max<std::uint64_t>(c.next_seq.load(std::memory_order_relaxed), 1);
+      a.handover.total = c.total.load(std::memory_order_relaxed);
+      a.handover.newlines = c.newlines.load(std::memory_order_relaxed);
+      used[a.slot] = true;
+    } else {
+      a.slot = self->slots_;  // no counters: it continues from 0, the loss unmeasured
+    }
+    if (a.handover.id.empty() || a.handover.pid <= 0) continue;
+    adoptees->push_back(std::move(a));
+  }
+  for (std::size_t i = self->slots_; i-- > 0;)  // the lowest last: handed out first
+    if (!used[i]) self->free_.push_back(i);
+  return self;
+}
+
+Result<void> HolderLink::start() {
+  int fd = fd_.get();
+  auto poll = loop::make_handle<uv_poll_t>([&](uv_poll_t* p) { return uv_poll_init(loop_->get(), p, fd); },
+                                           "uv_poll_init holder link");
+  if (!poll) return std::move(poll).error();
+  poll_ = std::move(poll).value();
+  poll_.get()->data = this;
+  if (int rc = uv_poll_start(poll_.get(), UV_READABLE | UV_DISCONNECT, &HolderLink::on_poll); rc < 0)
+    return Error::uv(rc, "uv_poll_start holder link");
+  return {};
+}
+
+void HolderLink::on_poll(uv_poll_t* h, int /*status*/, int /*events*/) noexcept {
+  if (auto* self = static_cast<HolderLink*>(h->data)) self->read_messages();
+}
+
+void HolderLink::read_messages() {
+  while (fd_) {
+    auto m = receive(fd_.get(), /*wait=*/false);
+    if (!m) {
+      if (m.error().code == base::Errc::kLimit) return;
+      if (m.error().code == base::Errc::kInvalidArgument) continue;
+      return lost();
+    }
+    if (m->body["op"] == "exited") pm_->deliver_exit(m->body.value("pid", -1), read_exit(m->body.value("exit", json())));
+  }
+}
+
+void HolderLink::lost() {
+  UEXEC_LOG(kWarn, "the holder (pid {}) is gone: sessions now end with the daemon, and those it reaped end with "
+                   "an unknown status",
+            holder_pid_);
+  poll_.close();
+  fd_.reset();
+  pm_->reaper_lost();
+  if (on_holder_lost) on_holder_lost();
+}
+
+bool HolderLink::send(const json& body, std::span<const int> fds) {
+  if (!fd_) return false;
+  auto r = holder::send(fd_.get(), body, fds);
+  if (r) return true;
+  if (!warned_) UEXEC_LOG(kWarn, "holder link: {}; sessions started now are not held", r.error().message());
+  warned_ = true;
+  return false;
+}
+
+json HolderLink::facts_of(session::Session& s) const {
+  session::Handover h;
+  if (!s.describe(h)) return json::object();
+  if (const auto* p = s.process()) h.fds.files = p->listener_files();
+  json facts = facts_json(h);
+  if (owner_of) facts["owner"] = owner_of(s);
+  return facts;
+}
+
+void HolderLink::expect(const std::string& key, std::size_t slot) {
+  if (slot < slots_) expected_[key] = slot;
+}
+
+void HolderLink::release(const std::string& key) { send({{"op", "release"}, {"key", key}}); }
+
+void HolderLink::on_started(session::Session& s) {
+  if (!fd_ || slot_of_.count(s.id())) return;
+  std::size_t slot;
+  if (auto it = expected_.find(s.id()); it != expected_.end()) {
+    slot = it->second;
+    expected_.erase(it);
+  } else if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    if (!warned_) UEXEC_LOG(kWarn, "holder: all {} slots are in use; session {} is not held", slots_, s.id());
+    warned_ = true;
+    return;
+  }
+  table_[slot].in_use.store(1, std::memory_order_relaxed);
+  s.set_mirror(&table_[slot]);
+  pty::HeldFds held;
+  if (auto* p = s.process()) held = p->held_fds();
+  held.mask_requests = s.mask_requests();
+  json names;
+  std::vector<int> fds;
+  name_fds(held, names, fds);
+  slot_of_[s.id()] = slot;
+  send({{"op", "hold"}, {"key", s.id()}, {"pid", s.pid()}, {"slot", slot}, {"meta", facts_of(s)}, {"fds", names}}, fds);
+  refresh_.push_back(s.id());
+  if (!next_turn_.active()) next_turn_.start(std::chrono::milliseconds{0}, [this] { send_facts(); });
+}
+
+void HolderLink::send_facts() {
+  auto ids = std::move(refresh_);
+  refresh_.clear();
+  for (const auto& id : ids) {
+    if (!slot_of_.count(id)) continue;
+    if (session::Session* s = pm_->find(id)) send({{"op", "meta"}, {"key", id}, {"meta", facts_of(*s)}});
+  }
+}
+
+void HolderLink::on_closed(session::Session& s) {
+  auto it = slot_of_.find(s.id());
+  if (it == slot_of_.end()) return;
+  s.set_mirror(nullptr);
+  table_[it->second].in_use.store(0, std::memory_order_relaxed);
+  free_.push_back(it->second);
+  slot_of_.erase(it);
+  send({{"op", "release"}, {"key", s.id()}});
+}
+
+void HolderLink::on_removed(session::Session& s) { on_closed(s); }
+
+}  // namespace uexec::holder

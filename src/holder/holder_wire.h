@@ -1,0 +1,45 @@
+// holder_wire.h: the messages between the holder and its daemon (holder.h).
+//
+// One JSON object per SOCK_SEQPACKET message, its "op" naming it, with at most kMaxFds fds
+// (SCM_RIGHTS) in the order its "fds" array names them. A body larger than kInlineBytes (a
+// command line near ARG_MAX) travels in a sealed memfd passed as one more fd, the body then
+// saying {"memfd": true}. Received fds are close-on-exec. The messages (docs/design.md §12):
+//
+//   daemon -> holder   hold {key, pid, slot, meta, fds}    keep copies of a session's fds
+//                      meta {key, meta}                    its facts changed (a name)
+//                      release {key}                       it finished: let go
+//   holder -> daemon   hello {slots, holder, fds:[table]}  first; the counters' table
+//                      adopt {key, pid, slot, meta, exit?, fds}   a session to take over
+//                      adopted {}                          no more to take over
+//                      exited {pid, exit}                  a taken-over session's leader ended
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "base/result.h"
+#include "base/unique_fd.h"
+
+namespace uexec::holder {
+
+inline constexpr std::size_t kMaxFds = 8;
+inline constexpr std::size_t kInlineBytes = 64 * 1024;
+
+struct Message {
+  nlohmann::json body;
+  std::vector<base::UniqueFd> fds;  // in the order body["fds"] names them
+  // The fd named `name` in body["fds"], taken (invalid when absent).
+  base::UniqueFd take(const std::string& name);
+};
+
+// Sends one message on a blocking socket. kClosed when the peer is gone.
+[[nodiscard]] base::Result<void> send(int sock, const nlohmann::json& body, std::span<const int> fds = {});
+// The next message. `wait`: block for it; otherwise kAgain-like kLimit when none is waiting.
+// kClosed at the peer's end; kInvalidArgument for a message that is not ours (it is dropped).
+[[nodiscard]] base::Result<Message> receive(int sock, bool wait);
+
+}  // namespace uexec::holder

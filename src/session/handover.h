@@ -1,0 +1,44 @@
+// handover.h: a running session as one daemon leaves it to the next (holder/holder.h): what a
+// Session is rebuilt from without spawning anything. Its process's fds and pid, the facts
+// clients see (command, cwd, name, terminal, sandbox, start), its containment group, and where
+// its output's counters stood (seq_mirror.h). Output the dead daemon had read is not here: it
+// becomes a gap.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/config.h"
+#include "pty/exit_status.h"
+#include "pty/pty_process.h"
+
+namespace uexec::session {
+
+struct Handover {
+  std::string id;  // the manager's id (SessionId)
+  pid_t pid = -1;
+  bool tty = false;
+  bool stdin_pipe = false;
+  base::PtySize size{};
+  std::vector<std::string> argv;
+  std::string cwd;
+  std::string name;
+  bool sandboxed = false;
+  std::string sandbox_kind = "none";  // policy::sandbox_kind_name
+  bool seccomp = false;
+  bool mount_view = false;
+  bool pid_namespace = false;  // a supervised sandbox: the kernel empties it with its init
+  std::int64_t started_wall_ms = 0;
+  std::string cgroup;  // its containment cgroup's directory, or empty
+  std::string marker;  // the tracked tier's "UEXEC_SESSION_ID=<id>", or empty
+  std::vector<std::string> late_deny;  // deny-read globs masked after launch (fds.mask_requests)
+  std::uint64_t next_seq = 1, total = 0, newlines = 0;
+  pty::AdoptedFds fds;
+  std::optional<pty::ExitStatus> exit;  // it ended while no daemon ran; its holder reaped it
+};
+
+}  // namespace uexec::session
