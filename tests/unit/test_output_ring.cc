@@ -269,3 +269,45 @@ TEST_CASE("each chunk keeps when it was read: pieces carry it across head, tail 
   CHECK(all.pieces.front().at_ms == 1000);
   CHECK(all.pieces.back().at_ms == 1000 + OutputRing::kMaxIndexEntries + 9);
 }
+
+// A ring that continues a session whose daemon died (holder/holder.h): offsets and seqs go on
+// from the mirrored counters; everything before is one gap; a reader that saw the last chunk
+// loses nothing, an older one is told it lost everything before (an over-count).
+TEST_CASE("resume_after_loss continues offsets, reports the loss as a gap, keeps the whole budget as tail") {
+  OutputRing r(16);
+  r.resume_after_loss(/*total=*/10000, /*newlines=*/42, /*last_seq=*/99);
+  CHECK(r.total() == 10000);
+  CHECK(r.newlines() == 42);
+  CHECK(r.retained() == 0);
+  CHECK(r.offset_after_seq(99) == 10000);
+  CHECK(r.offset_after_seq(120) == 10000);
+  CHECK(r.offset_after_seq(50) == 0);
+  uint64_t seq = 100;
+  push(r, seq, "hello\n");
+  CHECK(r.total() == 10006);
+  CHECK(r.newlines() == 43);
+  CHECK(r.offset_after_seq(99) == 10000);  // exactly what followed the last chunk seen
+  auto from_seen = r.read_from(r.offset_after_seq(99), SIZE_MAX);
+  CHECK(from_seen.gap == 0);
+  CHECK(from_seen.text() == "hello\n");
+  CHECK(from_seen.pieces.front().seq == 100);
+  auto from_start = r.read_from(0, SIZE_MAX);
+  CHECK(from_start.gap == 10000);
+  CHECK(from_start.text() == "hello\n");
+  // The whole budget is tail: 16 bytes kept, the rest joins the gap.
+  push(r, seq, "0123456789abcdefXYZ");
+  CHECK(r.retained() == 16);
+  CHECK(r.read_from(r.tail_start(), SIZE_MAX).text() == "3456789abcdefXYZ");
+  CHECK(r.render().find("bytes omitted") != std::string::npos);
+  CHECK(r.memory_bytes() <= 2 * OutputRing::kPageSize + 4 * 32 + 64);  // no pages for the lost span
+}
+
+TEST_CASE("resume_after_loss of a session that had printed nothing is an ordinary empty ring") {
+  OutputRing r(8);
+  r.resume_after_loss(0, 0, 3);
+  uint64_t seq = 4;
+  push(r, seq, "ab");
+  CHECK(r.read_from(0, SIZE_MAX).gap == 0);
+  CHECK(r.offset_after_seq(3) == 0);
+  CHECK(r.render() == "ab");
+}
