@@ -10,6 +10,8 @@ import os
 import time
 
 from soak_ctx import STALL_TIMEOUT_S, daemon_cpu_share, rpc_detail
+import signal
+
 from soak_proc import Daemon, fd_count, kill_marked, malloc_in_use, marked, rss_kib, wait_for, zombies
 from soak_rpc import Call, Exact, Lines64, lines64_argv, replay_check, seq_bytes
 
@@ -1010,6 +1012,70 @@ def case_churn(ctx):
         _finish_private(ctx, d, "churn", base_fds)
 
 
+# ---- the daemon killed under load (src/holder/holder.h) -------------------------------------------
+
+def case_crash(ctx):
+    """SIGKILL of the daemon in the middle of streams, crash_rounds times: its holder keeps every
+    session, starts the daemon again and hands them over; each process then ends by itself with
+    its true exit code, and nothing is left: no zombie under the daemon or the holder, the new
+    daemon's and the holder's fd tables back to their baselines."""
+    S = ctx.S
+    n = S["crash_sessions"]
+    d, base_fds = _private_daemon(ctx, "crash")
+    holder_fds = fd_count(d.holder)
+    try:
+        c = ctx.conn("crash-load", daemon=d, ttl_ms=-1)
+        go = os.path.join(ctx.tmp, "crash-go")
+        calls = []
+        for i in range(n):
+            # Output, paced, until the last crash is over; then exit with a code of its own.
+            argv = ["sh", "-c", f"i=0; while [ ! -e {go} ]; do echo crash-{i}-$i; i=$((i+1)); sleep 0.02; done; "
+                                f"exit {10 + i % 50}"]
+            calls.append(ctx.start(c, f"c{i}", argv, tty=(i % 2 == 0), subscribe=False))
+        ctx.wait(lambda: all(x.done for x in calls), 60)
+        started = sum(1 for x in calls if x.ok)
+        if not ctx.check(f"{n} sessions start", started == n, rpc_detail(next((x for x in calls if not x.ok), None))):
+            return
+        c.close()
+        pids = {}
+        for r in range(S["crash_rounds"]):
+            ctx.hub.sleep(0.3)
+            old = d.pid
+            os.kill(old, signal.SIGKILL)
+            ctx.fault()
+            ok = ctx.poll(lambda: d.pid not in (None, old, d.holder) and d._connectable(), 20, 0.05)
+            ctx.check(f"crash {r + 1}: the holder starts a new daemon", ok, d.log_tail(600))
+            probe = ctx.conn(f"crash-probe-{r}", daemon=d, ttl_ms=0)
+            procs = {p["processId"]: p for p in (ctx.all_processes(probe) or [])}
+            probe.close()
+            if r == 0:
+                pids = {k: v.get("pid") for k, v in procs.items()}
+            listed = [k for k in procs if k.startswith("c")]
+            same = all(procs[k].get("pid") == pids.get(k) for k in listed)
+            ctx.check(f"crash {r + 1}: the new daemon lists every session with its pid",
+                      len(listed) == n and same,
+                      f"{len(listed)} of {n} listed; missing {sorted(set(pids) - set(listed))[:5]}; "
+                      f"closed: {[(k, p.get('exitCode'), p.get('signal')) for k, p in procs.items() if p.get('state') == 'closed'][:5]}")
+        open(go, "w").close()
+        probe = ctx.conn("crash-end", daemon=d, ttl_ms=0)
+        done = ctx.poll(lambda: not ctx.live_processes(probe), 60, 0.25)
+        ctx.check("every session ends by itself after the crashes", bool(done), ctx.live_processes(probe))
+        procs = {p["processId"]: p for p in (ctx.all_processes(probe) or [])}
+        wrong = [(k, p.get("exitCode")) for k, p in procs.items()
+                 if k.startswith("c") and p.get("exitCode") != 10 + int(k[1:]) % 50]
+        ctx.check("every session that ended after the crashes reports its true exit code",
+                  not wrong and len(procs) == n, f"{wrong[:8]} of {len(procs)}")
+        probe.close()
+        z = zombies(d.holder)
+        ctx.check("crash: no zombie under the holder", not z, z)
+        ok = wait_for(lambda: fd_count(d.holder) == holder_fds, 10)
+        ctx.check(f"crash: the holder's fd count back to its baseline ({holder_fds})", ok, f"now {fd_count(d.holder)}")
+    finally:
+        for conn in [x for x in ctx.hub.conns if x is not ctx.ctl]:
+            conn.close()
+        _finish_private(ctx, d, "crash", base_fds)
+
+
 # ---- backpressure faults (private daemons: a crash here must not take the main run down) --------
 
 def _private_daemon(ctx, name, **kw):
@@ -1134,7 +1200,9 @@ CASES = {
     "fds": case_fds,
     "backpressure": case_backpressure,
     "churn": case_churn,
+    "crash": case_crash,
 }
-ORDER = ["load", "children", "forkbomb", "timeout", "clients", "subscriptions", "fds", "backpressure", "churn"]
+ORDER = ["load", "children", "forkbomb", "timeout", "clients", "subscriptions", "fds", "backpressure", "churn",
+         "crash"]
 # Cases with daemons of their own: they run first, while the main daemon's warm-up expires.
-OWN_DAEMON = {"fds", "backpressure", "churn"}
+OWN_DAEMON = {"fds", "backpressure", "churn", "crash"}

@@ -197,8 +197,23 @@ class Daemon:
         self.nofile = nofile
         self.env = dict(env or os.environ, UEXEC_SOCKET=self.sock)
         self.proc = None
-        self.pid = None
+        self.holder = None  # `uexec serve` is the holder; the daemon proper is its child
+        self._daemon = None
         self.exit_code = None
+
+    @property
+    def pid(self):
+        """The daemon: the holder's child named uexec (src/holder/holder.h); a new one after a
+        crash. The holder itself when it has none (started with --no-holder, or in between)."""
+        if self.holder is None:
+            return None
+        if self._daemon is not None:
+            f = stat_fields(self._daemon)
+            if f and len(f[1]) > 2 and int(f[1][1]) == self.holder and f[1][0] != "Z":
+                return self._daemon
+        kids = [c[0] for c in children(self.holder) if c[1] == "uexec" and c[2] != "Z"]
+        self._daemon = kids[0] if kids else None
+        return self._daemon if self._daemon is not None else self.holder
 
     def start(self, timeout=15):
         log = open(self.log_path, "ab")
@@ -212,7 +227,7 @@ class Daemon:
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=self.env,
                                      cwd=self.dir, preexec_fn=pre, start_new_session=True)
         log.close()
-        self.pid = self.proc.pid
+        self.holder = self.proc.pid
         # The socket file appears at bind(), a moment before listen(): wait for a connection.
         ok = wait_for(lambda: self._connectable() or self.proc.poll() is not None, timeout, 0.02)
         if not ok or self.proc.poll() is not None:
