@@ -170,6 +170,7 @@ int cmd_serve(const std::vector<std::string>& args) {
                "                   [--allow-origin ORIGIN]... [--allow-host HOST]... [--allow-remote]\n"
                "                   [--token-file PATH] [--sandbox MODE ...] [--replace]\n"
                "                   [--retain-exited DURATION|forever] [--new-token] [--journal | --no-journal]\n"
+               "                   [--no-holder]\n"
                "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
                "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (a fresh token in\n"
                "  <socket dir>/token, or --token-file's), which also serves the web terminal at\n"
@@ -194,6 +195,11 @@ int cmd_serve(const std::vector<std::string>& args) {
                "  ~/.local/state/uexec/journal), hidden from every sandbox: `uexec logs` reads it for a\n"
                "  process this daemon no longer has, also after a restart or a crash. Off by default: it\n"
                "  writes everything your programs print to the disk.\n"
+               "  The serve process is the sessions' holder and runs the daemon as its child: if the daemon\n"
+               "  dies (a crash, kill -9 of its pid), no session ends and no terminal is hung up; the holder\n"
+               "  starts it again and it takes every running process back with its pid, output the dead\n"
+               "  daemon had read reported as lost. Finished processes are not kept across it (--journal\n"
+               "  keeps their output). --no-holder (or UEXEC_HOLDER=0): one process; its death ends them.\n"
                "  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
     std::fputs(SandboxFlags::kHelp, stdout);
     std::fputs(kConfigNote, stdout);

@@ -1,5 +1,6 @@
 #include "holder/holder_link.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -80,6 +81,10 @@ Result<std::unique_ptr<HolderLink>> HolderLink::connect(loop::Loop& loop, sessio
 
 Result<void> HolderLink::start() {
   int fd = fd_.get();
+  // From now on a holder that does not read (stopped, say) costs sessions their copies, never
+  // the loop a blocked send: a full link fails the send (EAGAIN), which is logged once.
+  if (int fl = ::fcntl(fd, F_GETFL); fl < 0 || ::fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+    return Error::sys("fcntl O_NONBLOCK holder link");
   auto poll = loop::make_handle<uv_poll_t>([&](uv_poll_t* p) { return uv_poll_init(loop_->get(), p, fd); },
                                            "uv_poll_init holder link");
   if (!poll) return std::move(poll).error();

@@ -10,7 +10,8 @@
 // holder's child now, exited (delivered to the manager's reaper), and, by the link closing,
 // that the holder is gone: the taken-over sessions then end with an unknown status, and
 // on_holder_lost runs (the daemon takes its lock itself).
-// A send that fails is logged once; the sessions go on, unheld. Loop thread only.
+// Sends never block once start()ed: a send that fails (a full link, the holder gone) is logged
+// once, and that session goes on unheld. Loop thread only.
 #pragma once
 
 #include <chrono>

@@ -3,7 +3,7 @@
 // One JSON object per SOCK_SEQPACKET message, its "op" naming it, with at most kMaxFds fds
 // (SCM_RIGHTS) in the order its "fds" array names them. A body larger than kInlineBytes (a
 // command line near ARG_MAX) travels in a sealed memfd passed as one more fd, the body then
-// saying {"memfd": true}. Received fds are close-on-exec. The messages (docs/design.md §12):
+// saying {"memfd": true}. Received fds are close-on-exec. The messages (docs/design.md, "The holder"):
 //
 //   daemon -> holder   hold {key, pid, slot, meta, fds}    keep copies of a session's fds
 //                      meta {key, meta}                    its facts changed (a name)

@@ -113,24 +113,28 @@ def daemon_pid(holder_pid, timeout=10.0):
 
 def kill_serve_hard(popen):
     """SIGKILL a `uexec serve` and its daemon both, as a machine crash would: the holder first
-    (or it would start the daemon again), then the daemon (which would run on without it)."""
+    (or it would start the daemon again), then the daemon (which would run on without it). The
+    caller becomes a child subreaper first, so that the daemon, orphaned, is its child to reap:
+    a zombie would still count as a running daemon (pid and start time)."""
+    import ctypes
     import signal
+    import time
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
     daemon = daemon_pid(popen.pid, timeout=1.0)
     popen.send_signal(signal.SIGKILL)
     popen.wait()
-    if daemon:
+    if not daemon:
+        return
+    try:
+        os.kill(daemon, signal.SIGKILL)
+    except ProcessLookupError:
+        return
+    deadline = time.time() + 10
+    while time.time() < deadline:
         try:
-            os.kill(daemon, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        for _ in range(200):
+            if os.waitpid(daemon, os.WNOHANG)[0] == daemon:
+                return
+        except ChildProcessError:  # not (yet) re-parented to us: wait until it is gone
             if not os.path.exists(f"/proc/{daemon}"):
-                break
-            try:
-                with open(f"/proc/{daemon}/stat") as f:
-                    if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                        break
-            except OSError:
-                break
-            import time
-            time.sleep(0.01)
+                return
+        time.sleep(0.01)

@@ -178,7 +178,7 @@ Sample run_epoll(const std::string& exe, const Plan& p, const CArgs& env) {
 
 // uexec: ProcessManager::start on a tty, run the loop until the ring has every byte.
 Sample run_uexec(session::ProcessManager& pm, loop::Loop& loop, const std::string& exe,
-                 const Plan& p, const std::vector<std::string>& env) {
+                 const Plan& p, const std::vector<std::string>& env, session::SeqMirror* mirror = nullptr) {
   policy::ExecRequest req;
   req.argv = writer_argv(exe, p).strings();
   req.tty = true;
@@ -188,6 +188,7 @@ Sample run_uexec(session::ProcessManager& pm, loop::Loop& loop, const std::strin
   auto id = pm.start(req);
   if (!id) die("uexec start: " + id.error().message());
   session::Session* s = pm.find(*id);
+  s->set_mirror(mirror);
   auto sub = s->output().subscribe([&] {
     if (t1 == 0 && s->output().total() >= want) {
       t1 = now_ns();
@@ -200,6 +201,7 @@ Sample run_uexec(session::ProcessManager& pm, loop::Loop& loop, const std::strin
     c1 = cpu_self_ns();
   }
   std::uint64_t got = s->output().total();
+  s->set_mirror(nullptr);
   sub.reset();
   pm.remove(*id);
   loop.run_once(false);
@@ -371,7 +373,8 @@ int bench_main(const Options& o) {
     std::vector<double> t1r, t1yes, t2r, t3n, t3t;
     std::vector<double> raw_mibs, uex_mibs, raw_cpu, uex_cpu, rawy, uexy, node_mibs, tmux_mibs;
     std::vector<double> epoll_r, uex_epoll_r, epoll_mibs, epoll_cpu, node_raw;
-    std::vector<double> j1r, j1cpu, jour_mibs, jour_cpu;
+    std::vector<double> j1r, j1cpu, jour_mibs, jour_cpu, h1r, held_mibs;
+    session::SeqMirror mirror;  // where a held session's counters go (holder/holder_link.h)
     std::string node_why, tmux_why;
     for (int r = 0; r < rounds; ++r) {
       Sample a = run_baseline(exe, lines, cenv);
@@ -382,6 +385,10 @@ int bench_main(const Options& o) {
       uex_mibs.push_back(b.mib_s());
       raw_cpu.push_back(a.cpu_ms_per_mib());
       uex_cpu.push_back(b.cpu_ms_per_mib());
+
+      Sample h = run_uexec(pm, loop, exe, lines, env, &mirror);
+      h1r.push_back(h.mib_s() / a.mib_s());
+      held_mibs.push_back(h.mib_s());
 
       Sample j = run_journaled(lines);
       j1r.push_back(j.mib_s() / b.mib_s());
@@ -439,11 +446,15 @@ int bench_main(const Options& o) {
     j1.absolute_text = fmt::format("journaled {}; dropped {} bytes", abs3("MiB/s", jour_mibs),
                                    journal.writer().dropped_bytes());
     j1.absolute = {{"journaled_mib_s", jour_mibs}, {"dropped_bytes", journal.writer().dropped_bytes()}};
+    Row t1h = make_row("T1-held", fmt::format("PTY drain with the counters mirrored for a holder, / blocking loop ({} MiB)", lines.mib),
+                       h1r, Cmp::kGe, 0.95);
+    t1h.absolute_text = "held " + abs3("MiB/s", held_mibs);
+    t1h.absolute = {{"held_mib_s", held_mibs}};
     Row j1c = make_row("J1-cpu", "daemon CPU per MiB with the journal on / off (writer thread included)", j1cpu,
                        Cmp::kInfo, 0);
     j1c.absolute_text = "journaled " + abs3("ms/MiB", jour_cpu);
     j1c.absolute = {{"journaled_cpu_ms_per_mib", jour_cpu}};
-    rows = {t1, ty, t2, te, j1, j1c};
+    rows = {t1, ty, t2, te, t1h, j1, j1c};
     if (o.peers) {
       // node-pty reads at the raw loop's speed on these machines (the kernel's n_tty is the
       // limit), so 1.25x of it cannot exist: the row asks that uexec keep up with it.

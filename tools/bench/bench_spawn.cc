@@ -15,6 +15,11 @@
 // (target <= 1.1x). fork + exec is measured the same way for contrast: fork copies the page
 // tables of the grown process, so it is expected near 2x; uexec clones with CLONE_VM.
 //
+// S1-held is S1-echo with the manager's sessions held (holder/holder_link.h, as under `uexec
+// serve`'s holder) over the same unheld, interleaved: each start sends its fds and facts to the
+// holder (a `hold` message with SCM_RIGHTS) and its facts again on the next turn. The holder's
+// side is a thread here that reads and drops the messages, as the real one does in its own
+// process while the daemon runs.
 // J1-spawn is S1-echo with the journal on (`uexec serve --journal`: the manager's sessions
 // recorded by a journal::SessionJournal, into /var/tmp), over the same without, both uexec,
 // interleaved: the journal's meta.json and its thread's mkdir + writes on every start.
@@ -22,12 +27,17 @@
 // Samples are interleaved A, B, A, B inside each round; a round's ratio is the ratio of its
 // two medians, and the rows report min/median/max of the per-round ratios.
 #include <sys/mman.h>
+#include <sys/socket.h>
 
 #include <functional>
+#include <thread>
 
 #include <filesystem>
 
 #include "bench_util.h"
+#include "holder/holder.h"
+#include "holder/holder_link.h"
+#include "holder/holder_wire.h"
 #include "journal/session_journal.h"
 #include "loop/loop.h"
 #include "policy/exec_request.h"
@@ -79,6 +89,35 @@ std::int64_t uexec_first_byte(session::ProcessManager& pm, loop::Loop& loop, con
   loop.run_once(false);
   return t1 - t0;
 }
+
+// The holder's side of a link, on a thread: hello with a counters table, an empty hand-over,
+// then every message read and dropped until the link closes.
+struct HolderPeer {
+  base::UniqueFd link, mine;
+  std::thread reader;
+  HolderPeer() {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) die_errno("socketpair");
+    link.reset(sv[0]);
+    mine.reset(sv[1]);
+    base::UniqueFd table(::memfd_create("bench-holder-table", MFD_CLOEXEC));
+    if (!table || ::ftruncate(table.get(), holder::kSlots * sizeof(session::SeqMirror)) < 0) die_errno("memfd");
+    int tfd = table.get();
+    if (!holder::send(mine.get(), {{"op", "hello"}, {"slots", holder::kSlots}, {"holder", ::getpid()}, {"fds", {"table"}}},
+                      std::span<const int>(&tfd, 1)) ||
+        !holder::send(mine.get(), {{"op", "adopted"}}))
+      die("holder peer: send");
+    reader = std::thread([this] {
+      for (;;) {
+        auto m = holder::receive(mine.get(), true);
+        if (!m && m.error().code == base::Errc::kClosed) return;
+      }
+    });
+  }
+  ~HolderPeer() {
+    if (reader.joinable()) reader.join();
+  }
+};
 
 // Runs `a` and `b` interleaved k times each; returns their median times in ms.
 std::pair<double, double> interleave(int k, const std::function<std::int64_t()>& a,
@@ -139,13 +178,24 @@ int bench_main(const Options& o) {
       pm.remove_recorder(&journal);
       return t;
     };
+    HolderPeer peer;
+    std::vector<holder::Adoptee> none;
+    auto link = holder::HolderLink::connect(loop, pm, std::move(peer.link), std::chrono::seconds(5), &none);
+    if (!link) die("holder link: " + link.error().message());
+    auto held = [&] {
+      pm.add_recorder(link->get());
+      std::int64_t t = uexec_first_byte(pm, loop, echo, env);
+      loop.run_once(false);  // the next turn's facts message, as in the daemon
+      pm.remove_recorder(link->get());
+      return t;
+    };
     for (int i = 0; i < 3; ++i) {  // warm-up
       raw_first_byte(echo, echo_argv, cenv, false);
       uexec_first_byte(pm, loop, echo, env);
       raw_first_byte(bashi, bash_argv, cenv, false);
       uexec_first_byte(pm, loop, bashi, env);
     }
-    std::vector<double> s1e, s1b, s2u, s2f, s2p, j1s, plain_e, jour_e;
+    std::vector<double> s1e, s1b, s2u, s2f, s2p, j1s, plain_e, jour_e, h1s, unheld_e, held_e;
     std::vector<double> raw_e, uex_e, raw_b, uex_b, uex_grown, fork_empty, fork_grown, ps_grown,
         ps_empty, uex_empty;
     for (int r = 0; r < rounds; ++r) {
@@ -158,6 +208,12 @@ int bench_main(const Options& o) {
       auto [pe, je] = interleave(
           k, [&] { return uexec_first_byte(pm, loop, echo, env); },
           journaled);
+      auto [pu, he] = interleave(
+          k, [&] { return uexec_first_byte(pm, loop, echo, env); },
+          held);
+      h1s.push_back(he / pu);
+      unheld_e.push_back(pu);
+      held_e.push_back(he);
       j1s.push_back(je / pe);
       plain_e.push_back(pe);
       jour_e.push_back(je);
@@ -224,8 +280,12 @@ int bench_main(const Options& o) {
     Row js = make_row("J1-spawn", "spawn -> first byte, /bin/echo x, journal on / off", j1s, Cmp::kLe, 1.1);
     js.absolute_text = fmt::format("off {}; on {}", abs3("ms", plain_e, 2), abs3("ms", jour_e, 2));
     js.absolute = {{"plain_ms", plain_e}, {"journaled_ms", jour_e}};
+    Row hs = make_row("S1-held", "spawn -> first byte, /bin/echo x, held by a holder / not", h1s, Cmp::kLe, 1.1);
+    hs.absolute_text = fmt::format("unheld {}; held {}", abs3("ms", unheld_e, 2), abs3("ms", held_e, 2));
+    hs.absolute = {{"unheld_ms", unheld_e}, {"held_ms", held_e}};
     journal.writer().flush();
-    rows = {e, b, s2, s2f_row, s2p_row, js};
+    link->reset();  // closes the link: the peer's thread ends
+    rows = {e, b, s2, s2f_row, s2p_row, js, hs};
     if (o.peers)
       std::fprintf(stderr, "bench_spawn: no peer rows (node-pty spawn latency not measured)\n");
   }
