@@ -281,6 +281,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   if (!host) return kExitUsage;
   if (link) {
     pid_t holder_pid = ::getppid();
+    auto t0 = std::chrono::steady_clock::now();
     auto taken = host->take_holder(std::move(link), [&lock, socket_path] {
       // The holder is gone: this daemon keeps its sessions and takes the lock itself.
       auto l = DaemonLock::acquire(socket_path, false, std::chrono::milliseconds{0});
@@ -291,7 +292,10 @@ int cmd_serve(const std::vector<std::string>& args) {
       std::fprintf(stderr, "uexec serve: warning: the holder (pid %d) could not be used (%s): a crash of this daemon "
                    "ends its sessions\n", holder_pid, taken.error().message().c_str());
     else if (*taken > 0)
-      std::fprintf(stderr, "uexec serve: took over %zu processes from the daemon before (holder pid %d)\n", *taken,
+      std::fprintf(stderr, "uexec serve: took over %zu processes from the daemon before in %lld ms (holder pid %d)\n",
+                   *taken,
+                   static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                              std::chrono::steady_clock::now() - t0).count()),
                    holder_pid);
   }
   if (auto r = host->listen_unix(socket_path); !r) {

@@ -95,8 +95,30 @@ Result<void> HolderLink::start() {
   return {};
 }
 
-void HolderLink::on_poll(uv_poll_t* h, int /*status*/, int /*events*/) noexcept {
-  if (auto* self = static_cast<HolderLink*>(h->data)) self->read_messages();
+void HolderLink::arm(bool writable) {
+  if (!poll_ || writable == writable_armed_) return;
+  writable_armed_ = writable;
+  uv_poll_start(poll_.get(), UV_READABLE | UV_DISCONNECT | (writable ? UV_WRITABLE : 0), &HolderLink::on_poll);
+}
+
+void HolderLink::on_poll(uv_poll_t* h, int /*status*/, int events) noexcept {
+  auto* self = static_cast<HolderLink*>(h->data);
+  if (!self) return;
+  if (events & UV_WRITABLE) self->flush_queue();
+  if (self->fd_) self->read_messages();
+}
+
+void HolderLink::flush_queue() {
+  while (fd_ && !queue_.empty()) {
+    Queued& q = queue_.front();
+    std::vector<int> fds;
+    for (const auto& f : q.fds) fds.push_back(f.get());
+    auto r = send_text(fd_.get(), q.text, fds);
+    if (!r && r.error().sys_errno == EAGAIN) return;  // still full: the next writable
+    if (!r) return lost();
+    queue_.pop_front();
+  }
+  arm(false);
 }
 
 void HolderLink::read_messages() {
@@ -123,11 +145,32 @@ void HolderLink::lost() {
 
 bool HolderLink::send(const json& body, std::span<const int> fds) {
   if (!fd_) return false;
-  auto r = holder::send(fd_.get(), body, fds);
-  if (r) return true;
-  if (!warned_) UEXEC_LOG(kWarn, "holder link: {}; sessions started now are not held", r.error().message());
-  warned_ = true;
-  return false;
+  std::string text = encode(body);
+  if (queue_.empty()) {
+    auto r = send_text(fd_.get(), text, fds);
+    if (r) return true;
+    if (r.error().sys_errno != EAGAIN) {
+      if (!warned_) UEXEC_LOG(kWarn, "holder link: {}; sessions started now are not held", r.error().message());
+      warned_ = true;
+      return false;
+    }
+  }
+  // The link is full (a burst): queued, with copies of the fds (the session may close its own
+  // before the link drains, and its numbers be reused).
+  if (queue_.size() >= kMaxQueued) {
+    if (!warned_) UEXEC_LOG(kWarn, "holder link: {} messages wait for the holder; sessions started now are not held",
+                            queue_.size());
+    warned_ = true;
+    return false;
+  }
+  Queued q{std::move(text), {}};
+  for (int fd : fds) {
+    q.fds.emplace_back(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+    if (!q.fds.back()) return false;
+  }
+  queue_.push_back(std::move(q));
+  arm(true);
+  return true;
 }
 
 json HolderLink::facts_of(session::Session& s) const {
@@ -149,8 +192,13 @@ void HolderLink::on_started(session::Session& s) {
   if (!fd_ || slot_of_.count(s.id())) return;
   std::size_t slot;
   if (auto it = expected_.find(s.id()); it != expected_.end()) {
+    // Taken over: the holder keeps its fds and facts already; only the mirror starts again.
     slot = it->second;
     expected_.erase(it);
+    table_[slot].in_use.store(1, std::memory_order_relaxed);
+    s.set_mirror(&table_[slot]);
+    slot_of_[s.id()] = slot;
+    return;
   } else if (!free_.empty()) {
     slot = free_.back();
     free_.pop_back();

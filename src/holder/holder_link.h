@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <deque>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -53,7 +54,8 @@ class HolderLink final : public session::SessionRecorder {
   HolderLink(const HolderLink&) = delete;
   HolderLink& operator=(const HolderLink&) = delete;
 
-  // `slot` is the adoptee `key`'s: its on_started keeps it. Call before ProcessManager::adopt.
+  // `slot` is the adoptee `key`'s: its on_started keeps it and sends nothing (the holder has
+  // its fds and facts already). Call before ProcessManager::adopt.
   void expect(const std::string& key, std::size_t slot);
   // An adoptee the daemon could not take over: the holder lets go of it.
   void release(const std::string& key);
@@ -78,6 +80,8 @@ class HolderLink final : public session::SessionRecorder {
   HolderLink(loop::Loop& loop, session::ProcessManager& pm, base::UniqueFd fd);
   static void on_poll(uv_poll_t* h, int status, int events) noexcept;
   void read_messages();
+  void flush_queue();
+  void arm(bool writable);
   void lost();
   void send_facts();  // the next turn's meta messages
   nlohmann::json facts_of(session::Session& s) const;
@@ -95,6 +99,15 @@ class HolderLink final : public session::SessionRecorder {
   std::unordered_map<std::string, std::size_t> expected_;
   std::vector<std::string> refresh_;  // sessions whose facts go again on the next turn
   loop::Timer next_turn_;
+  // Messages the link could not take at once (a burst of starts), with copies of their fds,
+  // sent in order as it drains; bounded (kMaxQueued), past it a session goes unheld.
+  struct Queued {
+    std::string text;
+    std::vector<base::UniqueFd> fds;
+  };
+  static constexpr std::size_t kMaxQueued = 8192;
+  std::deque<Queued> queue_;
+  bool writable_armed_ = false;
   bool warned_ = false;
 };
 

@@ -52,8 +52,11 @@ Result<void> send_raw(int sock, const std::string& text, std::span<const int> fd
 
 }  // namespace
 
-Result<void> send(int sock, const json& body, std::span<const int> fds) {
-  std::string text = body.dump(-1, ' ', false, json::error_handler_t::replace);
+std::string encode(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+Result<void> send(int sock, const json& body, std::span<const int> fds) { return send_text(sock, encode(body), fds); }
+
+Result<void> send_text(int sock, const std::string& text, std::span<const int> fds) {
   if (text.size() <= kInlineBytes) return send_raw(sock, text, fds);
   // Too large for one datagram: the body rides in a sealed memfd.
   UniqueFd mem(::memfd_create("uexec-holder-message", MFD_CLOEXEC | MFD_ALLOW_SEALING));

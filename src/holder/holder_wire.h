@@ -36,8 +36,12 @@ struct Message {
   base::UniqueFd take(const std::string& name);
 };
 
-// Sends one message on a blocking socket. kClosed when the peer is gone.
+// Sends one message. kClosed when the peer is gone; on a non-blocking socket whose buffer is
+// full, kSystem with sys_errno EAGAIN (nothing was sent).
 [[nodiscard]] base::Result<void> send(int sock, const nlohmann::json& body, std::span<const int> fds = {});
+// The same with the body already encoded (encode(), or text known to be one JSON object).
+[[nodiscard]] base::Result<void> send_text(int sock, const std::string& text, std::span<const int> fds = {});
+std::string encode(const nlohmann::json& body);
 // The next message. `wait`: block for it; otherwise kAgain-like kLimit when none is waiting.
 // kClosed at the peer's end; kInvalidArgument for a message that is not ours (it is dropped).
 [[nodiscard]] base::Result<Message> receive(int sock, bool wait);
