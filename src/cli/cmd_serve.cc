@@ -35,6 +35,7 @@
 #include "rpc/unix_server.h"
 #if UEXEC_HAVE_LWS
 #include <fcntl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "web/ws_server.h"
@@ -93,6 +94,10 @@ base::UniqueFd holder_link_from_env() {
   ::unsetenv(holder::kLinkEnv);
   if (end == v || *end != '\0' || fd < 3 || fd > 1 << 20 || ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC) < 0)
     return {};
+  // Only a SOCK_SEQPACKET socket can be a holder's link (a stray variable naming another fd is not).
+  int type = 0;
+  socklen_t len = sizeof type;
+  if (::getsockopt(static_cast<int>(fd), SOL_SOCKET, SO_TYPE, &type, &len) < 0 || type != SOCK_SEQPACKET) return {};
   return base::UniqueFd(static_cast<int>(fd));
 }
 
@@ -288,9 +293,17 @@ int cmd_serve(const std::vector<std::string>& args) {
       if (l) lock.emplace(std::move(*l));
       else UEXEC_LOG(kError, "the holder is gone and the socket's lock is taken: {}", l.error().message());
     });
-    if (!taken)
+    if (!taken) {
       std::fprintf(stderr, "uexec serve: warning: the holder (pid %d) could not be used (%s): a crash of this daemon "
                    "ends its sessions\n", holder_pid, taken.error().message().c_str());
+      // Unheld, it must hold the lock itself: one daemon per socket still.
+      auto acquired = DaemonLock::acquire(socket_path, false, std::chrono::milliseconds{0});
+      if (!acquired) {
+        std::fprintf(stderr, "uexec serve: %s\n", acquired.error().message().c_str());
+        return kExitRefused;
+      }
+      lock.emplace(std::move(*acquired));
+    }
     else if (*taken > 0)
       std::fprintf(stderr, "uexec serve: took over %zu processes from the daemon before in %lld ms (holder pid %d)\n",
                    *taken,
