@@ -150,7 +150,9 @@ Result<void> Session::adopt(Handover h) {
   if (!proc) return std::move(proc).error();
   process_ = std::move(proc).value();
   mask_requests_ = process_->adopted_mask_requests();
-  if (exit) reaper_->deliver(pid_, *exit);
+  // It ended while no daemon ran: its end is delivered on the next loop turn, once the manager
+  // and the front door know the session (a no-op if it is gone by then).
+  if (exit) loop_->post([reaper = reaper_, pid = pid_, st = *exit] { (void)reaper->deliver(pid, st); });
   refilled_ = Clock::now();
   return {};
 }

@@ -15,6 +15,8 @@ then SIGKILLs the daemon (not the holder) in the middle of the stream, twice, an
     in order, and any line missing is inside a span the daemon reported as omitted;
   - input reaches each process after the crash (`uexec send`, process/write, MCP
     write_stdin), and their true exit codes come back (7, and the sandboxed ones' 3 and 4);
+  - a process that ends while no daemon runs (the holder stopped meanwhile) is taken over
+    with its exit code (11);
   - the port still answers;
 then SIGKILLs the holder: the daemon goes on with its sessions and takes the lock (a second
 `serve` is refused naming it); and `uexec stop` ends everything: no process, no zombie left.
@@ -248,6 +250,16 @@ with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
     check("after two crashes the port answers", resp.status == 200)
 signals = open(marks).read() if os.path.exists(marks) else ""
 check("no process got SIGHUP, SIGTERM or SIGPIPE", signals == "", signals)
+
+# ---- a process that ends while no daemon runs: its holder keeps its status -----------------------
+late_id = run("start", "--tty", "--", "sh", "-c", "sleep 1; exit 11").stdout.decode().strip()
+old = daemon_pid(holder)
+os.kill(holder, signal.SIGSTOP)  # no new daemon until it ends
+os.kill(old, signal.SIGKILL)
+time.sleep(1.6)
+os.kill(holder, signal.SIGCONT)
+check("a process that ended while no daemon ran is taken over with its true exit code (11)",
+      wait_for(lambda: ls().get(late_id, {}).get("exit") == "11", 20), ls().get(late_id))
 
 # ---- the holder killed: the daemon goes on, and takes the lock -----------------------------------
 daemon = daemon_pid(holder)
