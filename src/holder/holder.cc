@@ -43,17 +43,6 @@ void say(const std::string& line) {
   std::fprintf(stderr, "uexec serve (holder %d): %s\n", static_cast<int>(::getpid()), line.c_str());
 }
 
-pty::ExitStatus status_of(const siginfo_t& si) {
-  pty::ExitStatus st;
-  switch (si.si_code) {
-    case CLD_EXITED: st.code = si.si_status; break;
-    case CLD_DUMPED: st.core_dumped = true; [[fallthrough]];
-    case CLD_KILLED: st.signal = si.si_status; break;
-    default: st.code = si.si_status; break;
-  }
-  return st;
-}
-
 // Kept small: a holder of 1000 sessions counts against the daemon's memory bound (M1). The
 // facts and fd names stay as the text they came in; they are parsed only to be handed over.
 struct Held {
@@ -132,7 +121,7 @@ class Holder {
     for (;;) {
       siginfo_t si{};
       if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0) return;
-      pty::ExitStatus st = status_of(si);
+      pty::ExitStatus st = pty::exit_status_of(si);
       if (si.si_pid == daemon_) {
         daemon_ended(st);
         continue;

@@ -32,13 +32,7 @@ bool ChildReaper::try_reap(pid_t pid, ExitStatus* out) noexcept {
     errno = 0;  // still running
     return false;
   }
-  ExitStatus st;
-  switch (si.si_code) {
-    case CLD_EXITED: st.code = si.si_status; break;
-    case CLD_DUMPED: st.core_dumped = true; [[fallthrough]];
-    case CLD_KILLED: st.signal = si.si_status; break;
-    default: st.code = si.si_status; break;
-  }
+  ExitStatus st = exit_status_of(si);
   *out = st;
   return true;
 }

@@ -14,6 +14,17 @@ std::string ExitStatus::describe() const {
   return fmt::format("signal {}{}", signal_name(signal), core_dumped ? " (core dumped)" : "");
 }
 
+ExitStatus exit_status_of(const siginfo_t& si) noexcept {
+  ExitStatus st;
+  switch (si.si_code) {
+    case CLD_EXITED: st.code = si.si_status; break;
+    case CLD_DUMPED: st.core_dumped = true; [[fallthrough]];
+    case CLD_KILLED: st.signal = si.si_status; break;
+    default: st.code = si.si_status; break;
+  }
+  return st;
+}
+
 std::string signal_name(int signo) {
   if (const char* abbrev = sigabbrev_np(signo)) return fmt::format("SIG{}", abbrev);
   return fmt::format("SIG{}", signo);

@@ -1,6 +1,8 @@
 // exit_status.h: how a child ended, with both the code and the signal.
 #pragma once
 
+#include <signal.h>
+
 #include <string>
 
 namespace uexec::pty {
@@ -15,6 +17,9 @@ struct ExitStatus {
   // "exit 7" or "signal SIGKILL (core dumped)".
   std::string describe() const;
 };
+
+// How a child ended, from what waitid(2) reported of it (si_code and si_status).
+ExitStatus exit_status_of(const siginfo_t& si) noexcept;
 
 // "SIGTERM" for 15; "SIG42" for a number without a name.
 std::string signal_name(int signo);

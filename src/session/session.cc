@@ -41,16 +41,21 @@ Session::~Session() {
   (void)kill_lingering();
 }
 
+pty::ProcessOptions Session::process_options(bool tty, base::PtySize size, bool stdin_pipe) const {
+  pty::ProcessOptions opts;
+  opts.tty = tty;
+  opts.size = size;
+  opts.stdin_pipe = stdin_pipe;
+  opts.read_burst_bytes = config_->read_burst_bytes;
+  opts.stdin_queue_max = limits_.stdin_queue_bytes.value_or(config_->stdin_queue_max);
+  return opts;
+}
+
 Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy::ExecRequest& req) {
   UEXEC_CHECK(!process_);
   auto spec = attempt.env_for(req);
   if (!spec) return std::move(spec).error();
-  pty::ProcessOptions opts;
-  opts.tty = req.tty;
-  opts.size = req.size;
-  opts.stdin_pipe = req.stdin_pipe;
-  opts.read_burst_bytes = config_->read_burst_bytes;
-  opts.stdin_queue_max = limits_.stdin_queue_bytes.value_or(config_->stdin_queue_max);
+  pty::ProcessOptions opts = process_options(req.tty, req.size, req.stdin_pipe);
   const bool supervised = spec->ns_flags != 0;
   spec->die_with_manager = !config_->held;
   if (supervised) {
@@ -112,12 +117,7 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
 
 Result<void> Session::adopt(Handover h) {
   UEXEC_CHECK(!process_);
-  pty::ProcessOptions opts;
-  opts.tty = h.tty;
-  opts.size = h.size;
-  opts.stdin_pipe = h.stdin_pipe;
-  opts.read_burst_bytes = config_->read_burst_bytes;
-  opts.stdin_queue_max = limits_.stdin_queue_bytes.value_or(config_->stdin_queue_max);
+  pty::ProcessOptions opts = process_options(h.tty, h.size, h.stdin_pipe);
   ring_.resume_after_loss(h.total, h.newlines, h.next_seq > 1 ? h.next_seq - 1 : 0);
   next_seq_ = std::max<Seq>(h.next_seq, 1);
   auto started_wall = WallClock::time_point(std::chrono::milliseconds(h.started_wall_ms));

@@ -184,6 +184,7 @@ class Session final : public pty::ProcessListener {
   void end_by_limit(std::string limit, std::string message);
   void meter_output(std::size_t n);
   void mirror_seq() noexcept;
+  pty::ProcessOptions process_options(bool tty, base::PtySize size, bool stdin_pipe) const;
 
   loop::Loop* loop_;
   pty::ChildReaper* reaper_;
