@@ -21,6 +21,7 @@
 #include <fmt/core.h>
 
 #include "base/log.h"
+#include "base/self_exe.h"
 #include "cli/commands.h"
 #include "cli/daemon_autostart.h"
 #include "cli/daemon_lock.h"
@@ -105,9 +106,8 @@ base::UniqueFd holder_link_from_env() {
 // for those that act once (--replace: the old daemon is gone; --new-token: keep the token).
 holder::HolderOptions holder_options(const std::vector<std::string>& args) {
   holder::HolderOptions o;
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  o.exe = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string("/proc/self/exe");
+  o.exe = base::self_exe();
+  if (o.exe.empty()) o.exe = "/proc/self/exe";
   o.argv = {"uexec", "serve"};
   for (const auto& a : args)
     if (a != "--replace" && a != "--new-token") o.argv.push_back(a);

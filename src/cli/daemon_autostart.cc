@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/self_exe.h"
 #include "base/unique_fd.h"
 #include "cli/daemon_lock.h"
 #include "rpc/unix_server.h"
@@ -67,10 +68,8 @@ Result<pid_t> ensure_daemon(const std::string& socket) {
   const char* off = std::getenv("UEXEC_AUTOSTART");
   if ((off && std::strcmp(off, "0") == 0) || DaemonLock::holder(socket_path) != 0) return 0;
   if (auto r = rpc::prepare_socket_dir(rpc::socket_dir_of(socket_path)); !r) return std::move(r).error();
-  char self[4096];
-  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-  if (n <= 0) return Error::sys("readlink /proc/self/exe");
-  self[n] = '\0';
+  std::string self = base::self_exe();
+  if (self.empty()) return Error::sys("readlink /proc/self/exe");
   std::vector<std::string> args = {self, "serve", "--socket", socket_path};
   for (auto& w : split_words(std::getenv("UEXEC_AUTOSTART_ARGS"))) args.push_back(std::move(w));
   std::vector<char*> argv;
@@ -90,7 +89,7 @@ Result<pid_t> ensure_daemon(const std::string& socket) {
     ::dup2(null_fd.get(), 0);
     ::dup2(log_fd.get(), 1);
     ::dup2(log_fd.get(), 2);
-    ::execv(self, argv.data());
+    ::execv(self.c_str(), argv.data());
     _exit(127);
   }
   // Wait until it accepts, or until it has exited (then it said why in its log).

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "base/log.h"
+#include "base/self_exe.h"
 #include "cli/session_defaults.h"
 
 namespace uexec::cli {
@@ -79,9 +80,7 @@ Host::Host(const HostOptions& options, const base::Config& cfg)
     rpc::ExecServerOptions server_options = *options.exec_server;
     // The CLI's servers serve files; sandboxed calls run this very binary as `uexec fs-helper`.
     server_options.file_system = true;
-    char self[4096];
-    ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
-    if (n > 0) server_options.fs_helper.assign(self, static_cast<std::size_t>(n));
+    server_options.fs_helper = base::self_exe();
     server_ = std::make_unique<rpc::ExecServer>(*pm_, exec_.get(), env_, cwd_, server_options);
   }
 }
