@@ -47,6 +47,11 @@
 
 namespace uexec::cli {
 
+std::string client_socket_path() {
+  const char* env = std::getenv("UEXEC_SOCKET");
+  return env && *env ? env : rpc::default_socket_path();
+}
+
 namespace {
 
 using rpc::json;
@@ -56,12 +61,6 @@ struct Target {
   bool tty = false;
   json row;  // its process/list entry
 };
-
-// Where the clients find the daemon: $UEXEC_SOCKET, else the default socket path.
-std::string client_socket_path() {
-  const char* env = std::getenv("UEXEC_SOCKET");
-  return env && *env ? env : rpc::default_socket_path();
-}
 
 // The daemon's client, or nullopt after saying why; `*code` is then the exit code: 1 when no
 // daemon runs there (as `tmux ls` without a server), 125 for anything else.

@@ -25,6 +25,7 @@
 #include "cli/commands.h"
 #include "cli/daemon_autostart.h"
 #include "cli/daemon_lock.h"
+#include "cli/daemon_upgrade.h"
 #include "cli/flags.h"
 #include "cli/host.h"
 #include "cli/sandbox_flags.h"
@@ -32,6 +33,7 @@
 #include "cli/user_config.h"
 #include "cli/ws_listener_flags.h"
 #include "holder/holder.h"
+#include "holder/holder_wire.h"
 #include "policy/control_registry.h"
 #include "rpc/unix_server.h"
 #if UEXEC_HAVE_LWS
@@ -122,7 +124,7 @@ int cmd_serve(const std::vector<std::string>& args) {
   for (const auto& a : args) wants_help = wants_help || a == "--help" || a == "-h";
   std::optional<UserConfig> config = wants_help ? UserConfig{} : load_user_config_or_say("uexec serve");
   if (!config) return kExitUsage;
-  std::string socket_path = rpc::default_socket_path();
+  std::string socket_path;  // empty: the default; for --upgrade, the clients' ($UEXEC_SOCKET)
   std::string ws = config->ws;
   SandboxFlags sandbox;
   sandbox.seed(*config);
@@ -151,6 +153,8 @@ int cmd_serve(const std::vector<std::string>& args) {
   flags.on({"--replace"}, [&] { replace = true; });
   bool new_token = false;
   flags.on({"--new-token"}, [&] { new_token = true; });
+  bool upgrade = false;
+  flags.on({"--upgrade"}, [&] { upgrade = true; });
   bool use_holder = !env_is("UEXEC_HOLDER", "0");
   flags.on({"--no-holder"}, [&] { use_holder = false; });
   bool journal = config->journal;
@@ -176,6 +180,7 @@ int cmd_serve(const std::vector<std::string>& args) {
                "                   [--token-file PATH] [--sandbox MODE ...] [--replace]\n"
                "                   [--retain-exited DURATION|forever] [--new-token] [--journal | --no-journal]\n"
                "                   [--no-holder]\n"
+               "       uexec serve --upgrade [--socket PATH]\n"
                "  The uexec daemon on a Unix socket (default $XDG_RUNTIME_DIR/uexec/uexec.sock or\n"
                "  /tmp/uexec-$UID/uexec.sock) and on WebSocket ws://127.0.0.1:8022 (a fresh token in\n"
                "  <socket dir>/token, or --token-file's), which also serves the web terminal at\n"
@@ -205,6 +210,10 @@ int cmd_serve(const std::vector<std::string>& args) {
                "  starts it again and it takes every running process back with its pid, output the dead\n"
                "  daemon had read reported as lost. Finished processes are not kept across it (--journal\n"
                "  keeps their output). --no-holder (or UEXEC_HOLDER=0): one process; its death ends them.\n"
+               "  --upgrade replaces the running daemon with the binary now on disk (with the flags it was\n"
+               "  started with) and keeps every running process, its pid, output, screen and pending input;\n"
+               "  clients reconnect and resume. SIGUSR2 to the serve process does the same (a service's\n"
+               "  reload). Finished processes are not carried over (--journal keeps their output).\n"
                "  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
     std::fputs(SandboxFlags::kHelp, stdout);
     std::fputs(kConfigNote, stdout);
@@ -214,6 +223,22 @@ int cmd_serve(const std::vector<std::string>& args) {
     std::fprintf(stderr, "uexec serve: %s\n", parsed.error.c_str());
     return kExitUsage;
   }
+  if (upgrade) {
+    if (socket_path.empty()) socket_path = client_socket_path();
+    if (socket_path.front() != '/') socket_path = current_directory() + "/" + socket_path;
+    auto done = upgrade_daemon(socket_path, std::chrono::seconds(30));
+    if (!done) {
+      const auto code = done.error().code;
+      std::fprintf(stderr, "uexec serve --upgrade: %s\n",
+                   code == base::Errc::kSystem ? done.error().message().c_str() : done.error().context.c_str());
+      return code == base::Errc::kNotFound || code == base::Errc::kUnsupported ? kExitRefused : kExitInternal;
+    }
+    std::fprintf(stderr, "uexec serve --upgrade: the daemon (pid %d) was replaced by pid %d in %lld ms; its "
+                 "processes run on (holder pid %d)\n", static_cast<int>(done->before), static_cast<int>(done->after),
+                 static_cast<long long>(done->took.count()), static_cast<int>(done->holder));
+    return 0;
+  }
+  if (socket_path.empty()) socket_path = rpc::default_socket_path();
   if (!sandbox.finish()) {
     std::fprintf(stderr, "uexec serve: %s\n", sandbox.error.c_str());
     return kExitUsage;
@@ -281,8 +306,11 @@ int cmd_serve(const std::vector<std::string>& args) {
       }
     }
   }
+  const bool held = static_cast<bool>(link);
   if (link) ho.containment_owner = ::getppid();
   auto host = Host::create(ho);
+  // A daemon started for an upgrade is ready now: its holder asks the running one to hand over.
+  if (link) (void)holder::send(link.get(), {{"op", "standby"}});
   if (!host) return kExitUsage;
   if (link) {
     pid_t holder_pid = ::getppid();
@@ -357,6 +385,11 @@ int cmd_serve(const std::vector<std::string>& args) {
     }
     if (web) wo.web_root = web_root.empty() ? web::default_web_root() : web_root;
     auto port = host->listen_ws(wo);
+    // After an upgrade the daemon before may still be closing its listener: a moment's retries.
+    for (int tries = 0; !port && held && port.error().code == base::Errc::kLimit && tries < 100; ++tries) {
+      ::usleep(20000);
+      port = host->listen_ws(wo);
+    }
     if (!port) {
       std::fprintf(stderr, "uexec serve: %s\n", port.error().context.c_str());
       return port.error().code == base::Errc::kLimit ? kExitRefused : kExitInternal;

@@ -35,6 +35,8 @@ int cmd_exec_server(const std::vector<std::string>& args);
 int cmd_serve(const std::vector<std::string>& args);
 // The daemon's CLI clients: ls, start, send, kill, logs, attach, stop, url.
 int cmd_client(const std::string& cmd, const std::vector<std::string>& args);
+// Where the clients find the daemon: $UEXEC_SOCKET, else the default socket path.
+std::string client_socket_path();
 // `uexec mcp`: the MCP server on stdio.
 int cmd_mcp(const std::vector<std::string>& args);
 // `uexec fs-helper`: one file operation inside a sandbox, for the daemon (rpc/fs_methods.h).

@@ -89,11 +89,12 @@ Host::~Host() { teardown(); }
 
 base::Result<std::size_t> Host::take_holder(base::UniqueFd link, std::function<void()> on_lost) {
   std::vector<holder::Adoptee> adoptees;
-  auto connected = holder::HolderLink::connect(loop_, *pm_, std::move(link), std::chrono::seconds(10), &adoptees);
+  auto connected = holder::HolderLink::connect(loop_, *pm_, std::move(link), std::chrono::seconds(60), &adoptees);
   if (!connected) return connected.error();
   holder_ = std::move(*connected);
   if (server_) holder_->owner_of = [this](const session::Session& s) { return server_->owner_of(s); };
   holder_->on_holder_lost = std::move(on_lost);
+  holder_->on_upgrade = [this] { upgrade(); };
   pm_->add_recorder(holder_.get());
   std::size_t taken = 0;
   for (auto& a : adoptees) {
@@ -120,6 +121,11 @@ base::Result<std::size_t> Host::take_holder(base::UniqueFd link, std::function<v
 
 base::Result<void> Host::listen_unix(const std::string& path) {
   unix_ = std::make_unique<rpc::UnixServer>(loop_, *server_);
+  if (base::UniqueFd inherited = holder_ ? holder_->take_listener() : base::UniqueFd(); inherited) {
+    if (auto r = unix_->listen_inherited(std::move(inherited), path); r) return r;
+    else UEXEC_LOG(kWarn, "{}; listening anew", r.error().message());
+    unix_ = std::make_unique<rpc::UnixServer>(loop_, *server_);
+  }
   return unix_->listen(path);
 }
 
@@ -189,6 +195,42 @@ void Host::stop(bool kill_now) {
   } else {
     exec_->shutdown(done);
   }
+}
+
+void Host::upgrade() {
+  if (stopping_ || !holder_) return;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, holder::CarriedSession>> carried;
+  std::vector<std::pair<std::string, int>> stdin_pipes;
+  std::vector<session::Session*> frozen;
+  for (session::Session* s : pm_->sessions()) {
+    holder::CarriedSession c;
+    if (s->finished()) {  // the holder let it go: its facts and end travel with its output
+      c.pid = s->pid();
+      c.facts = holder_->facts_text(*s);
+    } else if (!holder_->holds(s->id())) {
+      continue;  // not held (no slot was free): it ends with this daemon, as it would in a crash
+    }
+    c.state = s->carry();
+    carried.emplace_back(s->id(), std::move(c));
+    frozen.push_back(s);
+    if (const auto* p = s->process(); p && !s->finished() && p->stdin_pipe_fd() >= 0)
+      stdin_pipes.emplace_back(s->id(), p->stdin_pipe_fd());
+  }
+  if (auto r = holder_->hand_over(carried, stdin_pipes, unix_ ? unix_->listener_fd() : -1); !r) {
+    UEXEC_LOG(kError, "upgrade: the hand-over to the holder failed ({}); this daemon goes on", r.error().message());
+    for (session::Session* s : frozen) s->cancel_carry();
+    return;
+  }
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "uexec serve: upgrade: handed %zu processes over in %lld ms; leaving to the new daemon\n",
+               carried.size(), static_cast<long long>(ms));
+  if (journal_) {  // it writes what it queued; nothing else is torn down
+    pm_->remove_recorder(journal_.get());
+    journal_.reset();
+  }
+  std::fflush(nullptr);
+  ::_exit(0);
 }
 
 void Host::teardown() {

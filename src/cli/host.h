@@ -12,7 +12,12 @@
 // the usual escalation (exec-server's stdin EOF without a grace: SIGKILL at once, as Codex
 // does); once the server (for MCP: the service) is done and stdout is flushed, the loop stops.
 // Teardown: the signal watchers, the front doors, the server, the service, the manager, the
-// loop: each goes before what it uses. Loop thread only.
+// loop: each goes before what it uses.
+// Upgrade (under a holder, when it asks): every held session stops being read and hands over
+// what it holds (Session::carry), the Unix listener goes with them, the journal writes what it
+// queued, and the process leaves at once with _exit: nothing is ended or unlinked, since it all
+// belongs to the next daemon now. If the hand-over fails, the sessions are read again and this
+// daemon goes on. Loop thread only.
 #pragma once
 
 #include <chrono>
@@ -78,7 +83,8 @@ class Host {
   // The native protocol's server (HostOptions::exec_server was set).
   rpc::ExecServer& server() { return *server_; }
 
-  // The daemon's Unix socket at `path`, on the server.
+  // The daemon's Unix socket at `path`, on the server (the listener an upgraded daemon left,
+  // when take_holder found one).
   [[nodiscard]] base::Result<void> listen_unix(const std::string& path);
 #if UEXEC_HAVE_LWS
   // A WebSocket listener on the server; returns the port it listens on.
@@ -105,6 +111,7 @@ class Host {
  private:
   Host(const HostOptions& options, const base::Config& cfg);
   void stop(bool kill_now);
+  void upgrade();
   void teardown();
 
   std::vector<std::string> env_;

@@ -114,6 +114,7 @@ void take_fds(Message& m, pty::AdoptedFds& out) {
   out.pidfd = m.take("pidfd");
   out.listener = m.take("listener");
   out.mask_requests = m.take("mask");
+  out.stdin_pipe = m.take("stdin");
 }
 
 json exit_json(const pty::ExitStatus& st) {

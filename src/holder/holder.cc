@@ -16,6 +16,8 @@
 #include <cstring>
 #include <map>
 #include <optional>
+#include <set>
+#include <utility>
 
 #include <fmt/core.h>
 
@@ -34,7 +36,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-constexpr int kSignals[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP};
+constexpr int kSignals[] = {SIGCHLD, SIGTERM, SIGINT, SIGHUP, SIGUSR2};
 constexpr milliseconds kMaxBackoff{30000};
 constexpr milliseconds kStableRun{2000};  // a daemon that ran this long was not a crash loop
 constexpr milliseconds kEndGrace{2000};
@@ -52,6 +54,7 @@ struct Held {
   std::string fd_names;  // JSON text: an array of names
   std::vector<UniqueFd> fds;
   std::optional<pty::ExitStatus> exit;
+  UniqueFd stdin_pipe;  // an upgrade's: handed to the next daemon once, then let go
 };
 
 class Holder {
@@ -78,16 +81,18 @@ class Holder {
     started_ = Clock::now();
     hand_over();
     while (!done_) {
-      pollfd p[2] = {{sigfd_.get(), POLLIN, 0}, {link_ ? link_.get() : -1, POLLIN, 0}};
+      pollfd p[3] = {{sigfd_.get(), POLLIN, 0}, {link_ ? link_.get() : -1, POLLIN, 0},
+                     {next_link_ ? next_link_.get() : -1, POLLIN, 0}};
       int timeout = -1;
       if (restart_at_) {
         auto left = std::chrono::duration_cast<milliseconds>(*restart_at_ - Clock::now()).count();
         timeout = static_cast<int>(std::max<long long>(left, 0));
       }
-      int n = ::poll(p, 2, timeout);
+      int n = ::poll(p, 3, timeout);
       if (n < 0 && errno != EINTR) break;
       if (n > 0 && p[0].revents) on_signal();
       if (n > 0 && p[1].revents && link_) on_link();
+      if (n > 0 && p[2].revents && next_link_) on_next_link();
       if (restart_at_ && Clock::now() >= *restart_at_ && !done_) {
         restart_at_.reset();
         start_daemon();
@@ -103,6 +108,10 @@ class Holder {
       int sig = static_cast<int>(si.ssi_signo);
       if (sig == SIGCHLD) {
         reap();
+        continue;
+      }
+      if (sig == SIGUSR2) {
+        upgrade();
         continue;
       }
       stopping_ = true;
@@ -124,6 +133,19 @@ class Holder {
       pty::ExitStatus st = pty::exit_status_of(si);
       if (si.si_pid == daemon_) {
         daemon_ended(st);
+        continue;
+      }
+      if (si.si_pid == next_) {
+        say(fmt::format("upgrade: {} (pid {}) exited before taking over ({}); the daemon (pid {}) goes on",
+                        opts_.exe, next_, st.describe(), daemon_));
+        next_ = -1;
+        next_link_.reset();
+        upgrade_asked_ = false;  // a "carried" still coming starts one more, as after a crash
+        continue;
+      }
+      if (si.si_pid == retiring_) {
+        retiring_ = -1;
+        say(fmt::format("the daemon before the upgrade exited ({})", st.describe()));
         continue;
       }
       for (auto& [key, h] : held_) {
@@ -164,13 +186,76 @@ class Holder {
         held_[key].meta = b.value("meta", json::object()).dump();
       } else if (op == "release") {
         held_.erase(key);
+      } else if (op == "stdin" && held_.count(key)) {
+        held_[key].stdin_pipe = m->take("stdin");
+      } else if (op == "carried") {
+        // The daemon handed over for an upgrade and is leaving: the next one starts now, from
+        // the binary on disk, with what it carried (it may still be exiting meanwhile).
+        carry_ = m->take("carry");
+        listener_ = m->take("unix");
+        say(fmt::format("upgrade: the daemon (pid {}) handed over {} sessions to pid {}", daemon_, held_.size(),
+                        next_));
+        retiring_ = daemon_;
+        daemon_ = -1;
+        link_.reset();
+        restart_at_.reset();
+        upgrade_asked_ = false;
+        if (next_ > 0) {
+          daemon_ = std::exchange(next_, -1);
+          link_ = std::move(next_link_);
+          started_ = Clock::now();
+          finish_hand_over(link_.get(), early_);
+          early_.clear();
+        } else {
+          start_daemon();  // it died meanwhile: one more try, as after a crash
+        }
+        return;
       }
+    }
+  }
+
+  // SIGUSR2 (`uexec serve --upgrade`): the binary on disk is started first; once it says it
+  // is ready (standby: loaded, configured, waiting for its hand-over), the daemon is asked to
+  // hand over everything and leave, and its "carried" goes to the one waiting. A binary that
+  // cannot start never costs the running daemon anything. With no daemon running, the next
+  // start is the upgrade.
+  void upgrade() {
+    if (daemon_ <= 0 || !link_) {
+      say("upgrade: no daemon is running; the next one starts from the binary on disk");
+      if (restart_at_) restart_at_ = Clock::now();
+      return;
+    }
+    if (next_ > 0 || upgrade_asked_) return;  // one at a time
+    auto spawned = spawn_daemon();
+    if (!spawned) return;
+    next_ = spawned->first;
+    next_link_ = std::move(spawned->second);
+    say(fmt::format("upgrade: started {} (pid {}) to take over from the daemon (pid {})", opts_.exe, next_, daemon_));
+  }
+
+  // The daemon waiting to take over says it is ready: the running one is asked to hand over.
+  void on_next_link() {
+    for (;;) {
+      auto m = receive(next_link_.get(), /*wait=*/false);
+      if (!m) {
+        if (m.error().code == base::Errc::kLimit) return;
+        if (m.error().code == base::Errc::kInvalidArgument) continue;
+        next_link_.reset();  // it is going; its SIGCHLD says how
+        return;
+      }
+      if (m->body.value("op", std::string()) != "standby" || upgrade_asked_ || !link_) continue;
+      early_.clear();
+      if (!send_held(next_link_.get(), &early_)) continue;  // it is going; its SIGCHLD says how
+      upgrade_asked_ = true;
+      if (auto r = send(link_.get(), {{"op", "upgrade"}}); !r)
+        say(fmt::format("upgrade: cannot ask the daemon: {}", r.error().message()));
     }
   }
 
   void daemon_ended(const pty::ExitStatus& st) {
     daemon_ = -1;
     link_.reset();
+    upgrade_asked_ = false;
     const bool crashed = st.signal != 0;
     if (stopping_ || (!crashed && (st.code == 0 || held_.empty()))) {
       if (!held_.empty()) {
@@ -189,18 +274,29 @@ class Holder {
   }
 
   void start_daemon() {
-    int sv[2];
-    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
-      say(fmt::format("socketpair: {}; trying again", std::strerror(errno)));
+    auto spawned = spawn_daemon();
+    if (!spawned) {
       restart_at_ = Clock::now() + milliseconds{1000};
       return;
+    }
+    daemon_ = spawned->first;
+    link_ = std::move(spawned->second);
+    started_ = Clock::now();
+    hand_over();
+  }
+
+  // Runs the binary at its path with the same flags and a link; nullopt (said why) if it cannot.
+  std::optional<std::pair<pid_t, UniqueFd>> spawn_daemon() {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0) {
+      say(fmt::format("socketpair: {}", std::strerror(errno)));
+      return std::nullopt;
     }
     UniqueFd mine(sv[0]), theirs(sv[1]);
     pid_t pid = ::fork();
     if (pid < 0) {
-      say(fmt::format("fork: {}; trying again", std::strerror(errno)));
-      restart_at_ = Clock::now() + milliseconds{1000};
-      return;
+      say(fmt::format("fork: {}", std::strerror(errno)));
+      return std::nullopt;
     }
     if (pid == 0) {
       ::sigprocmask(SIG_SETMASK, &old_mask_, nullptr);
@@ -214,29 +310,75 @@ class Holder {
       std::fprintf(stderr, "uexec serve (holder): exec %s: %s\n", opts_.exe.c_str(), std::strerror(errno));
       ::_exit(127);
     }
-    daemon_ = pid;
-    link_ = std::move(mine);
-    started_ = Clock::now();
-    hand_over();
+    return std::make_pair(pid, std::move(mine));
   }
 
   // hello, then every held session, then adopted. Blocking: the daemon reads them before it
   // runs its loop. A failure means it died; its SIGCHLD comes next.
   void hand_over() {
-    int table = table_.get();
-    if (!send(link_.get(), {{"op", "hello"}, {"slots", kSlots}, {"holder", ::getpid()}, {"fds", {"table"}}},
+    std::set<std::string> sent;
+    if (send_held(link_.get(), &sent)) finish_hand_over(link_.get(), sent);
+  }
+
+  // The first part of a hand-over: hello and every session held now (`sent` names them). An
+  // upgrade sends it to the daemon waiting to take over while the running one still reads, so
+  // that parsing 1000 sessions is not part of the pause.
+  bool send_held(int link, std::set<std::string>* sent) {
+    const int table = table_.get();
+    if (!send(link, {{"op", "hello"}, {"wire", kWireVersion}, {"slots", kSlots}, {"holder", ::getpid()},
+                     {"fds", {"table"}}},
               std::span<const int>(&table, 1)))
-      return;
+      return false;
     for (auto& [key, h] : held_) {
-      // The facts and names are passed on as the text they came in (1000 sessions: no parse).
-      std::string text = fmt::format(R"({{"op":"adopt","key":{},"pid":{},"slot":{},"meta":{},"fds":{}{}}})",
-                                     encode(key), h.pid, h.slot, h.meta, h.fd_names,
-                                     h.exit ? ",\"exit\":" + encode(exit_json(*h.exit)) : std::string());
-      std::vector<int> fds;
-      for (const auto& f : h.fds) fds.push_back(f.get());
-      if (!send_text(link_.get(), text, fds)) return;
+      if (!send_adopt(link, key, h)) return false;
+      sent->insert(key);
     }
-    (void)send(link_.get(), {{"op", "adopted"}});
+    return true;
+  }
+
+  // The rest: what changed since send_held (sessions held or let go since, a pipe's stdin and
+  // an end that came meanwhile), then adopted with what an upgrade carried (the carry file, the
+  // Unix listener). Those go to this daemon only: if it dies before taking over, the next one
+  // takes over as after a crash.
+  void finish_hand_over(int link, const std::set<std::string>& sent) {
+    bool ok = true;
+    for (const auto& key : sent)
+      if (ok && !held_.count(key)) ok = static_cast<bool>(send(link, {{"op", "release"}, {"key", key}}));
+    for (auto& [key, h] : held_) {
+      if (!ok) break;
+      if (!sent.count(key)) {
+        ok = send_adopt(link, key, h);
+        continue;
+      }
+      if (h.stdin_pipe) {
+        const int fd = h.stdin_pipe.get();
+        ok = static_cast<bool>(send(link, {{"op", "stdin"}, {"key", key}, {"fds", {"stdin"}}}, std::span<const int>(&fd, 1)));
+      }
+      if (ok && h.exit) ok = static_cast<bool>(send(link, {{"op", "exit"}, {"key", key}, {"exit", exit_json(*h.exit)}}));
+    }
+    std::vector<int> fds;
+    json names = json::array();
+    if (carry_) fds.push_back(carry_.get()), names.push_back("carry");
+    if (listener_) fds.push_back(listener_.get()), names.push_back("unix");
+    if (ok) (void)send(link, {{"op", "adopted"}, {"fds", names}}, fds);
+    carry_.reset();
+    listener_.reset();
+    for (auto& [key, h] : held_) h.stdin_pipe.reset();
+  }
+
+  bool send_adopt(int link, const std::string& key, const Held& h) {
+    // The facts and names are passed on as the text they came in (1000 sessions: no parse).
+    std::string fd_names = h.fd_names;
+    std::vector<int> fds;
+    for (const auto& f : h.fds) fds.push_back(f.get());
+    if (h.stdin_pipe) {
+      fd_names.insert(fd_names.size() - 1, fd_names.size() > 2 ? ",\"stdin\"" : "\"stdin\"");
+      fds.push_back(h.stdin_pipe.get());
+    }
+    std::string text = fmt::format(R"({{"op":"adopt","key":{},"pid":{},"slot":{},"meta":{},"fds":{}{}}})",
+                                   encode(key), h.pid, h.slot, h.meta, fd_names,
+                                   h.exit ? ",\"exit\":" + encode(exit_json(*h.exit)) : std::string());
+    return static_cast<bool>(send_text(link, text, fds));
   }
 
   // No daemon will take them: as a stop would, SIGHUP/SIGTERM, then SIGKILL after a grace.
@@ -273,6 +415,12 @@ class Holder {
   UniqueFd sigfd_;
   UniqueFd link_;
   pid_t daemon_ = -1;
+  pid_t retiring_ = -1;  // the daemon an upgrade replaced, until it is reaped
+  pid_t next_ = -1;      // the daemon an upgrade started, until it takes over
+  UniqueFd next_link_;
+  std::set<std::string> early_;  // the sessions it was sent before the running daemon handed over
+  bool upgrade_asked_ = false;
+  UniqueFd carry_, listener_;  // an upgrade's, for the next daemon
   std::map<std::string, Held> held_;
   Clock::time_point started_{};
   std::optional<Clock::time_point> restart_at_;

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "base/log.h"
+#include "holder/carry_file.h"
 #include "holder/handover_json.h"
 #include "holder/holder_wire.h"
 
@@ -39,6 +40,7 @@ Result<std::unique_ptr<HolderLink>> HolderLink::connect(loop::Loop& loop, sessio
   if (!hello) return std::move(hello).error();
   if (hello->body["op"] != "hello") return Error::invalid("the holder's first message is not hello");
   UniqueFd table = hello->take("table");
+  self->holder_wire_ = hello->body.value("wire", 1);
   self->slots_ = std::min<std::size_t>(hello->body.value("slots", std::size_t{0}), std::size_t{1} << 20);
   self->holder_pid_ = hello->body.value("holder", 0);
   if (!table || self->slots_ == 0) return Error::invalid("the holder's hello has no counters table");
@@ -46,22 +48,59 @@ Result<std::unique_ptr<HolderLink>> HolderLink::connect(loop::Loop& loop, sessio
                      table.get(), 0);
   if (map == MAP_FAILED) return Error::sys("mmap the holder's counters table");
   self->table_ = static_cast<session::SeqMirror*>(map);
-  std::vector<bool> used(self->slots_, false);
+  // For an upgrade the first adopts come while the daemon before still runs; what changed
+  // since (release, stdin, exit, more adopts) and what it carried follow, adopted last.
+  std::vector<Adoptee> got;
+  std::unordered_map<std::string, std::size_t> index;
+  UniqueFd carry;
   for (;;) {
     auto m = next();
     if (!m) return std::move(m).error();
     const json& b = m->body;
-    if (b["op"] == "adopted") break;
-    if (b["op"] != "adopt") continue;
-    Adoptee a;
-    a.slot = b.value("slot", self->slots_);
-    a.handover.id = b.value("key", std::string());
-    a.handover.pid = b.value("pid", -1);
-    const json meta = b.value("meta", json::object());
-    read_facts(meta, a.handover);
-    a.owner = meta.value("owner", json());
-    take_fds(*m, a.handover.fds);
-    if (b.contains("exit")) a.handover.exit = read_exit(b["exit"]);
+    const std::string op = b["op"].get<std::string>();
+    const std::string key = b.value("key", std::string());
+    auto it = index.find(key);
+    Adoptee* known = it == index.end() ? nullptr : &got[it->second];
+    if (op == "adopted") {
+      carry = m->take("carry");
+      self->listener_ = m->take("unix");
+      break;
+    } else if (op == "release" && known) {
+      known->handover.pid = -1;  // let go meanwhile: dropped below
+    } else if (op == "stdin" && known) {
+      known->handover.fds.stdin_pipe = m->take("stdin");
+    } else if (op == "exit" && known && !known->handover.exit) {
+      known->handover.exit = read_exit(b.value("exit", json()));
+    } else if (op == "adopt" && !key.empty()) {
+      Adoptee a;
+      a.slot = b.value("slot", self->slots_);
+      a.handover.id = key;
+      a.handover.pid = b.value("pid", -1);
+      const json meta = b.value("meta", json::object());
+      read_facts(meta, a.handover);
+      a.owner = meta.value("owner", json());
+      take_fds(*m, a.handover.fds);
+      if (b.contains("exit")) a.handover.exit = read_exit(b["exit"]);
+      if (known) *known = std::move(a);
+      else index.emplace(key, got.size()), got.push_back(std::move(a));
+    }
+  }
+  std::unordered_map<std::string, CarriedSession> carried;
+  if (carry) {
+    auto c = read_carry(carry.get());
+    if (c) carried = std::move(*c);
+    else UEXEC_LOG(kWarn, "an upgrade's carried output is lost: {}", c.error().message());
+  }
+  // The counters are read last: until the daemon before stopped, they moved.
+  std::vector<bool> used(self->slots_, false);
+  for (Adoptee& a : got) {
+    if (a.handover.pid <= 0) continue;
+    if (auto c = carried.find(a.handover.id); c != carried.end()) {
+      a.handover.carried = std::move(c->second.state);
+      carried.erase(c);
+      // The old daemon had reaped it (its end not yet published): the end comes with it.
+      if (!a.handover.exit && a.handover.carried->exit) a.handover.exit = a.handover.carried->exit;
+    }
     if (a.slot < self->slots_ && !used[a.slot]) {
       const session::SeqMirror& c = self->table_[a.slot];
       a.handover.next_seq = std::max<std::uint64_t>(c.next_seq.load(std::memory_order_relaxed), 1);
@@ -71,7 +110,25 @@ Result<std::unique_ptr<HolderLink>> HolderLink::connect(loop::Loop& loop, sessio
     } else {
       a.slot = self->slots_;  // no counters: it continues from 0, the loss unmeasured
     }
-    if (a.handover.id.empty() || a.handover.pid <= 0) continue;
+    adoptees->push_back(std::move(a));
+  }
+  // Sessions that had finished before an upgrade: from their facts, with their end; never held.
+  for (auto& [key, cs] : carried) {
+    if (cs.facts.empty() || cs.pid <= 0 || !cs.state.exit) continue;
+    const json facts = json::parse(cs.facts, nullptr, /*allow_exceptions=*/false);
+    Adoptee a;
+    a.slot = self->slots_;
+    a.handover.id = key;
+    a.handover.pid = cs.pid;
+    read_facts(facts, a.handover);
+    a.handover.late_deny.clear();  // nothing runs to mask for
+    a.owner = facts.is_object() ? facts.value("owner", json()) : json();
+    a.handover.exit = cs.state.exit;
+    a.handover.next_seq = cs.state.next_seq;
+    a.handover.total = cs.state.ring.total;
+    a.handover.newlines = cs.state.ring.newlines;
+    a.handover.carried = std::move(cs.state);
+    self->finished_.insert(key);
     adoptees->push_back(std::move(a));
   }
   for (std::size_t i = self->slots_; i-- > 0;)  // the lowest last: handed out first
@@ -130,6 +187,7 @@ void HolderLink::read_messages() {
       return lost();
     }
     if (m->body["op"] == "exited") pm_->deliver_exit(m->body.value("pid", -1), read_exit(m->body.value("exit", json())));
+    if (m->body["op"] == "upgrade" && on_upgrade) return on_upgrade();
   }
 }
 
@@ -188,8 +246,37 @@ void HolderLink::expect(const std::string& key, std::size_t slot) {
 
 void HolderLink::release(const std::string& key) { send({{"op", "release"}, {"key", key}}); }
 
+Result<void> HolderLink::hand_over(const std::vector<std::pair<std::string, CarriedSession>>& carried,
+                                   const std::vector<std::pair<std::string, int>>& stdin_pipes, int unix_listener) {
+  if (!fd_) return Error{base::Errc::kClosed, 0, "no holder"};
+  if (holder_wire_ < 2) return Error::invalid("the holder predates upgrades (restart the service to get a new one)");
+  const int fd = fd_.get();
+  const int fl = ::fcntl(fd, F_GETFL);
+  if (fl < 0 || ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0) return Error::sys("fcntl blocking holder link");
+  auto send_all = [&]() -> Result<void> {
+    for (; !queue_.empty(); queue_.pop_front()) {
+      std::vector<int> fds;
+      for (const auto& f : queue_.front().fds) fds.push_back(f.get());
+      if (auto r = send_text(fd, queue_.front().text, fds); !r) return r;
+    }
+    for (const auto& [key, pipe] : stdin_pipes)
+      if (auto r = holder::send(fd, {{"op", "stdin"}, {"key", key}, {"fds", {"stdin"}}}, std::span<const int>(&pipe, 1));
+          !r)
+        return r;
+    auto file = write_carry(carried);
+    if (!file) return std::move(file).error();
+    std::vector<int> fds{file->get()};
+    json names = {"carry"};
+    if (unix_listener >= 0) fds.push_back(unix_listener), names.push_back("unix");
+    return holder::send(fd, {{"op", "carried"}, {"fds", names}}, fds);
+  };
+  auto r = send_all();
+  if (!r) ::fcntl(fd, F_SETFL, fl);  // this daemon goes on: its sends must not block again
+  return r;
+}
+
 void HolderLink::on_started(session::Session& s) {
-  if (!fd_ || slot_of_.count(s.id())) return;
+  if (!fd_ || slot_of_.count(s.id()) || finished_.erase(s.id())) return;
   std::size_t slot;
   if (auto it = expected_.find(s.id()); it != expected_.end()) {
     // Taken over: the holder keeps its fds and facts already; only the mirror starts again.

@@ -10,8 +10,11 @@
 // holder's child now, exited (delivered to the manager's reaper), and, by the link closing,
 // that the holder is gone: the taken-over sessions then end with an unknown status, and
 // on_holder_lost runs (the daemon takes its lock itself).
+// An upgrade (holder_wire.h's upgrade, from SIGUSR2 to the holder) runs on_upgrade; the host
+// then gives hand_over() what every session carries, and leaves. The next daemon's connect()
+// finds it with its adoptees (Handover::carried) and the Unix listener to serve on.
 // Sends never block once start()ed: a send that fails (a full link, the holder gone) is logged
-// once, and that session goes on unheld. Loop thread only.
+// once, and that session goes on unheld; hand_over() alone blocks. Loop thread only.
 #pragma once
 
 #include <chrono>
@@ -21,12 +24,14 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "base/result.h"
 #include "base/unique_fd.h"
+#include "holder/carry_file.h"
 #include "loop/loop.h"
 #include "loop/timer.h"
 #include "loop/uv_handle.h"
@@ -59,6 +64,18 @@ class HolderLink final : public session::SessionRecorder {
   void expect(const std::string& key, std::size_t slot);
   // An adoptee the daemon could not take over: the holder lets go of it.
   void release(const std::string& key);
+  // The Unix socket's listener an upgraded daemon left (invalid otherwise), taken.
+  base::UniqueFd take_listener() { return std::move(listener_); }
+  // Whether the holder keeps `key`'s fds (only those are handed over running).
+  bool holds(const std::string& key) const { return slot_of_.count(key) != 0; }
+  // A session's facts as the holder keeps them, with what the front door says of it (owner_of).
+  std::string facts_text(session::Session& s) const { return facts_of(s).dump(); }
+  // For an upgrade: sends everything queued, the pipes' stdin of `stdin_pipes`, then the carry file of `carried` and the Unix listener `unix_listener`
+  // (-1: none) with "carried". Blocking. After success this process must leave without ending
+  // any session (the next daemon is starting).
+  [[nodiscard]] base::Result<void> hand_over(const std::vector<std::pair<std::string, CarriedSession>>& carried,
+                                             const std::vector<std::pair<std::string, int>>& stdin_pipes,
+                                             int unix_listener);
   // Watches the link on the loop (exits, the holder's end).
   [[nodiscard]] base::Result<void> start();
 
@@ -71,6 +88,8 @@ class HolderLink final : public session::SessionRecorder {
   std::function<nlohmann::json(const session::Session&)> owner_of;
   // The holder is gone (its link closed).
   std::function<void()> on_holder_lost;
+  // The holder asks this daemon to hand over and leave (an upgrade).
+  std::function<void()> on_upgrade;
 
   pid_t holder_pid() const noexcept { return holder_pid_; }
   bool connected() const noexcept { return fd_.valid(); }
@@ -92,11 +111,14 @@ class HolderLink final : public session::SessionRecorder {
   base::UniqueFd fd_;
   loop::UvHandle<uv_poll_t> poll_;
   pid_t holder_pid_ = 0;
+  int holder_wire_ = 1;
+  base::UniqueFd listener_;
   session::SeqMirror* table_ = nullptr;
   std::size_t slots_ = 0;
   std::vector<std::size_t> free_;                         // free slots, the lowest last
   std::unordered_map<std::string, std::size_t> slot_of_;  // held sessions
   std::unordered_map<std::string, std::size_t> expected_;
+  std::unordered_set<std::string> finished_;  // adoptees that had finished before an upgrade: never held
   std::vector<std::string> refresh_;  // sessions whose facts go again on the next turn
   loop::Timer next_turn_;
   // Messages the link could not take at once (a burst of starts), with copies of their fds,

@@ -8,10 +8,19 @@
 //   daemon -> holder   hold {key, pid, slot, meta, fds}    keep copies of a session's fds
 //                      meta {key, meta}                    its facts changed (a name)
 //                      release {key}                       it finished: let go
-//   holder -> daemon   hello {slots, holder, fds:[table]}  first; the counters' table
+//                      stdin {key, fds:[stdin]}            upgrade: a pipe's stdin, for the next daemon
+//                      carried {fds:[carry, unix?]}        upgrade: everything is handed over, leaving
+//                      standby {}                          a daemon started for an upgrade is ready
+//   holder -> daemon   hello {wire, slots, holder, fds:[table]}   first; the counters' table
 //                      adopt {key, pid, slot, meta, exit?, fds}   a session to take over
-//                      adopted {}                          no more to take over
+//                      release {key} | stdin {key, fds:[stdin]} | exit {key, exit}
+//                                                          an upgrade's news of an adopt sent early
+//                      adopted {fds:[carry?, unix?]}       no more to take over; an upgrade's extras
 //                      exited {pid, exit}                  a taken-over session's leader ended
+//                      upgrade {}                          hand over and leave (SIGUSR2)
+// Both sides ignore ops they do not know and read missing fields as their defaults, so a
+// daemon and a holder of different versions degrade (no upgrade, fewer facts), never crash;
+// `wire` says which messages the holder knows (kWireVersion; absent: 1, before upgrades).
 #pragma once
 
 #include <cstddef>
@@ -26,6 +35,7 @@
 
 namespace uexec::holder {
 
+inline constexpr int kWireVersion = 2;
 inline constexpr std::size_t kMaxFds = 8;
 inline constexpr std::size_t kInlineBytes = 64 * 1024;
 

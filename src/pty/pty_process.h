@@ -128,6 +128,8 @@ class PtyProcess {
   // Pipes: closes the child's stdin once queued input is written. tty: kUnsupported.
   [[nodiscard]] base::Result<void> close_stdin();
   std::size_t queued_input() const noexcept { return pending_in_.size() - pending_off_; }
+  // The same bytes (a hand-over carries them to the next daemon).
+  std::string queued_input_bytes() const { return pending_in_.substr(pending_off_); }
   // Our end of the child's stdin pipe, or -1 (tty, no pipe, or closed).
   int stdin_pipe_fd() const noexcept { return stdin_.get(); }
   // The fds that keep the child's terminal or pipes open and its end observable, borrowed:
@@ -150,7 +152,8 @@ class PtyProcess {
   void hang_up();
   // Backpressure: stop/start reading output (the child then blocks). Each reason pauses on
   // its own; reading resumes when none is left.
-  enum PauseReason : unsigned { kSlowConsumer = 1, kOutputRate = 2 };
+  // kHandover: the daemon hands this process over and reads no more.
+  enum PauseReason : unsigned { kSlowConsumer = 1, kOutputRate = 2, kHandover = 4 };
   void pause_reading(PauseReason why = kSlowConsumer);
   void resume_reading(PauseReason why = kSlowConsumer);
 

@@ -1,5 +1,6 @@
 #include "rpc/unix_server.h"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -62,6 +63,29 @@ Result<void> UnixServer::listen(const std::string& path) {
   if (int l = uv_listen(reinterpret_cast<uv_stream_t*>(listener_.get()), 128, &UnixServer::on_connection); l < 0)
     return Error::uv(l, "listen " + path);
   return {};
+}
+
+Result<void> UnixServer::listen_inherited(base::UniqueFd fd, const std::string& path) {
+  int listening = 0;
+  socklen_t len = sizeof listening;
+  if (::getsockopt(fd.get(), SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening)
+    return Error::invalid("the inherited fd for " + path + " is not a listening socket");
+  auto h = loop::make_handle<uv_pipe_t>([&](uv_pipe_t* p) { return uv_pipe_init(loop_.get(), p, 0); }, "uv_pipe_init");
+  if (!h) return std::move(h).error();
+  listener_ = std::move(h).value();
+  listener_.get()->data = this;
+  if (int rc = uv_pipe_open(listener_.get(), fd.get()); rc < 0) return Error::uv(rc, "the inherited listener of " + path);
+  fd.release();  // the handle's now
+  path_ = path;
+  if (int l = uv_listen(reinterpret_cast<uv_stream_t*>(listener_.get()), 128, &UnixServer::on_connection); l < 0)
+    return Error::uv(l, "listen " + path);
+  return {};
+}
+
+int UnixServer::listener_fd() const noexcept {
+  uv_os_fd_t fd = -1;
+  if (!listener_ || uv_fileno(reinterpret_cast<const uv_handle_t*>(listener_.get()), &fd) != 0) return -1;
+  return fd;
 }
 
 void UnixServer::on_connection(uv_stream_t* s, int status) noexcept {

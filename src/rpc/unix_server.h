@@ -15,6 +15,7 @@
 #include <string>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "loop/loop.h"
 #include "loop/timer.h"
 #include "loop/uv_handle.h"
@@ -42,6 +43,11 @@ class UnixServer {
 
   // Prepares the directory, replaces a stale socket, binds and listens.
   [[nodiscard]] base::Result<void> listen(const std::string& path);
+  // Listens on `fd`, a socket already bound to `path` and listening (an upgraded daemon's):
+  // connections that queued meanwhile are accepted now.
+  [[nodiscard]] base::Result<void> listen_inherited(base::UniqueFd fd, const std::string& path);
+  // The listening socket, borrowed (-1 before listen): an upgrade hands it to the next daemon.
+  int listener_fd() const noexcept;
   std::size_t connections() const noexcept { return conns_.size(); }
 
  private:

@@ -51,6 +51,68 @@ void OutputRing::resume_after_loss(Offset total, std::uint64_t newlines, Seq las
   }
 }
 
+RingImage OutputRing::image() const {
+  RingImage im;
+  im.head_budget = head_;
+  im.tail_budget = tail_;
+  im.total = total_;
+  im.tail_start = tail_start();
+  im.newlines = newlines_;
+  for (const auto& e : evicted_starts_) im.evicted_starts.emplace_back(e.seq, e.offset);
+  im.evicted_starts_dropped = evicted_starts_dropped_;
+  auto add = [&](const base::LazyDeque<Entry>& index, Offset from, Offset to) {
+    for (const Entry& e : index) {
+      Offset a = std::max<Offset>(e.offset, from), b = std::min<Offset>(e.offset + e.len, to);
+      if (a >= b) continue;
+      RingImage::Chunk c{e.seq, e.stream, e.at_ms, a, {}};
+      c.bytes.reserve(static_cast<std::size_t>(b - a));
+      for (ReadResult r = read_from(a, static_cast<std::size_t>(b - a)); const Piece& p : r.pieces)
+        c.bytes.append(reinterpret_cast<const char*>(p.bytes.data()), p.bytes.size());
+      im.chunks.push_back(std::move(c));
+    }
+  };
+  add(head_index_, 0, head_end());
+  add(tail_index_, tail_start(), total_);
+  return im;
+}
+
+bool OutputRing::restore(const RingImage& im) {
+  UEXEC_CHECK(total_ == 0 && head_index_.empty() && tail_index_.empty());
+  // It must hold together: chunks in order and contiguous, inside the head or the tail, with
+  // a hole only where the middle was evicted; the tail running to the end unless it keeps nothing.
+  const Offset head_end = std::min(im.total, im.head_budget);
+  if (im.tail_start < head_end || im.tail_start > im.total) return false;
+  Offset at = 0;
+  for (const auto& c : im.chunks) {
+    const Offset end = c.offset + c.bytes.size();
+    if (c.bytes.empty() || end > im.total) return false;
+    const bool jump = c.offset != at;
+    if (c.offset < head_end ? (jump || end > head_end) : (c.offset < im.tail_start || (jump && (at != head_end ||
+                                                                                             c.offset != im.tail_start))))
+      return false;
+    at = end;
+  }
+  if (at != im.total && !(at == head_end && im.tail_start == im.total)) return false;
+  head_ = im.head_budget;
+  tail_ = im.tail_budget;
+  for (const auto& c : im.chunks) {
+    if (c.offset > total_) {  // past the evicted middle: the tail starts here
+      total_ = floor_ = c.offset;
+      tail_page0_ = (c.offset - head_) / kPageSize;
+    }
+    append(c.seq, c.stream, std::as_bytes(std::span(c.bytes.data(), c.bytes.size())), c.at_ms);
+  }
+  if (total_ < im.total) {  // everything past the head was evicted
+    total_ = floor_ = im.total;
+    tail_page0_ = im.total > head_ ? (im.total - head_) / kPageSize : 0;
+  }
+  newlines_ = im.newlines;
+  evicted_starts_ = {};
+  for (const auto& [seq, offset] : im.evicted_starts) evicted_starts_.push_back(EvictedStart{seq, offset});
+  evicted_starts_dropped_ = im.evicted_starts_dropped;
+  return true;
+}
+
 OutputRing::Page OutputRing::take_page() {
   if (spare_) return std::move(spare_);
   return Page(new std::byte[kPageSize]);

@@ -70,6 +70,25 @@ struct ReadResult {
   std::string text() const;   // the pieces' bytes concatenated (the gap is not rendered)
 };
 
+// Everything a ring holds, as plain data: what a daemon that hands over for an upgrade
+// carries to the next one (holder/carry_file.h), which restores it byte for byte.
+struct RingImage {
+  struct Chunk {  // one index entry and its retained bytes
+    Seq seq = 0;
+    Stream stream = Stream::kPty;
+    std::uint32_t at_ms = 0;
+    Offset offset = 0;
+    std::string bytes;
+  };
+  std::uint64_t head_budget = 0, tail_budget = 0;
+  Offset total = 0;
+  Offset tail_start = 0;  // the first retained offset past the head (the evicted middle's end)
+  std::uint64_t newlines = 0;
+  std::vector<std::pair<Seq, Offset>> evicted_starts;  // oldest first
+  bool evicted_starts_dropped = false;
+  std::vector<Chunk> chunks;  // head, then tail, in offset order
+};
+
 class OutputRing;
 
 class Subscription {
@@ -98,6 +117,11 @@ class OutputRing {
   // chunk `last_seq` reads on from `total` with no gap; an older seq maps to 0 (its gap then
   // counts everything lost, an over-count). Only before the first append.
   void resume_after_loss(Offset total, std::uint64_t newlines, Seq last_seq);
+  // The ring as plain data, and back: a ring restored from image() reads, maps seqs and
+  // reports gaps as this one does, with this one's budgets. restore: only before the first
+  // append; false (the ring left empty) for an image that does not hold together.
+  RingImage image() const;
+  [[nodiscard]] bool restore(const RingImage& image);
   OutputRing(const OutputRing&) = delete;
   OutputRing& operator=(const OutputRing&) = delete;
 

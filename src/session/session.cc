@@ -118,7 +118,10 @@ Result<void> Session::start(const policy::SandboxAttempt& attempt, const policy:
 Result<void> Session::adopt(Handover h) {
   UEXEC_CHECK(!process_);
   pty::ProcessOptions opts = process_options(h.tty, h.size, h.stdin_pipe);
-  ring_.resume_after_loss(h.total, h.newlines, h.next_seq > 1 ? h.next_seq - 1 : 0);
+  const auto exit = h.exit;
+  const bool restored = h.carried && h.carried->ring.total == h.total && ring_.restore(h.carried->ring);
+  if (h.carried && !restored) UEXEC_LOG(kWarn, "session {}: its carried output does not fit its counters: lost", h.id);
+  if (!restored) ring_.resume_after_loss(h.total, h.newlines, h.next_seq > 1 ? h.next_seq - 1 : 0);
   next_seq_ = std::max<Seq>(h.next_seq, 1);
   auto started_wall = WallClock::time_point(std::chrono::milliseconds(h.started_wall_ms));
   started_wall_ = started_wall;
@@ -138,18 +141,30 @@ Result<void> Session::adopt(Handover h) {
   seccomp_ = h.seccomp;
   mount_view_ = h.mount_view;
   denial_log_ = std::make_shared<policy::DenialLog>();
+  // A session that had finished before an upgrade comes with no fds: nothing is left to contain.
+  const bool finished_before = exit && !h.fds.out[0] && !h.fds.out[1] && !h.fds.pidfd;
   if (h.pid_namespace) {
     tier_ = ContainmentTier::kPidNamespace;
-  } else if (containment_) {
+  } else if (containment_ && !finished_before) {
     group_ = containment_->adopt_group(h.cgroup, h.pid, h.marker);
     tier_ = group_->tier();
   }
   late_deny_ = std::move(h.late_deny);
-  auto exit = h.exit;
   auto proc = pty::PtyProcess::adopt(*loop_, *reaper_, h.pid, std::move(h.fds), opts, *this);
   if (!proc) return std::move(proc).error();
   process_ = std::move(proc).value();
   mask_requests_ = process_->adopted_mask_requests();
+  if (restored && h.carried->screen && make_screen()) {
+    screen_->feed(*h.carried->screen);
+    screen_cursor_ = ring_.total();
+    screen_seq_ = h.carried->screen_seq;
+    screen_exact_ = h.carried->screen_exact;
+  } else if (tty_ && !exit) {
+    // The model died with the daemon: a full-screen program redraws on SIGWINCH, and the
+    // model is rebuilt from that (a shell at its prompt just redisplays its line).
+    if (pid_t fg = ::tcgetpgrp(process_->master_fd()); fg > 0) ::kill(-fg, SIGWINCH);
+  }
+  if (restored && !h.carried->pending_input.empty()) (void)write(h.carried->pending_input);
   // It ended while no daemon ran: its end is delivered on the next loop turn, once the manager
   // and the front door know the session (a no-op if it is gone by then).
   if (exit) loop_->post([reaper = reaper_, pid = pid_, st = *exit] { (void)reaper->deliver(pid, st); });
@@ -387,20 +402,47 @@ Result<void> Session::resize(base::PtySize size) {
 
 Result<Session::ScreenState> Session::screen() {
   if (!tty_) return Error{Errc::kUnsupported, 0, "session " + id_ + " is not a tty: it has no screen"};
-  if (!screen_) {
-    auto s = term::Screen::create(size_);
-    if (!s) return std::move(s).error();
-    screen_ = std::move(s).value();
-    screen_cursor_ = 0;
-    // Fed in batches: a flood then reaches the model as a few large pieces whose scrolled-away
-    // lines it can skip. A batch stays well inside the ring's tail, so nothing is lost.
-    screen_batch_ = std::clamp<std::size_t>(config_->retain_bytes / 4, 4096, 256 * 1024);
-    screen_sub_ = ring_.subscribe([this] {
-      if (ring_.total() - screen_cursor_ >= screen_batch_) feed_screen();
-    });
-  }
+  if (!screen_)
+    if (auto r = make_screen(); !r) return r.error();
   feed_screen();
   return ScreenState{screen_.get(), screen_seq_, screen_exact_};
+}
+
+// An empty model at the ring's start, fed as output arrives.
+Result<void> Session::make_screen() {
+  auto s = term::Screen::create(size_);
+  if (!s) return std::move(s).error();
+  screen_ = std::move(s).value();
+  screen_cursor_ = 0;
+  // Fed in batches: a flood then reaches the model as a few large pieces whose scrolled-away
+  // lines it can skip. A batch stays well inside the ring's tail, so nothing is lost.
+  screen_batch_ = std::clamp<std::size_t>(config_->retain_bytes / 4, 4096, 256 * 1024);
+  screen_sub_ = ring_.subscribe([this] {
+    if (ring_.total() - screen_cursor_ >= screen_batch_) feed_screen();
+  });
+  return {};
+}
+
+void Session::cancel_carry() {
+  if (process_) process_->resume_reading(pty::PtyProcess::kHandover);
+}
+
+Carried Session::carry() {
+  Carried c;
+  if (process_) {
+    process_->pause_reading(pty::PtyProcess::kHandover);
+    c.pending_input = process_->queued_input_bytes();
+  }
+  c.exit = exit_;
+  c.next_seq = next_seq_;
+  c.ring = ring_.image();
+  if (screen_) {
+    feed_screen();
+    c.screen = screen_->ansi();
+    c.screen_seq = screen_seq_;
+    c.screen_exact = screen_exact_;
+  }
+  return c;
 }
 
 // Applies what the ring holds past the model's cursor; a gap (evicted output) makes it inexact.

@@ -87,8 +87,16 @@ class Session final : public pty::ProcessListener {
                                          const policy::ExecRequest& req);
 
   // Takes over a session an earlier daemon started (handover.h) instead of spawning: its
-  // output continues at the seq and offset it had reached, what came before is a gap.
+  // output continues at the seq and offset it had reached. What came before is the carried
+  // ring and screen after an upgrade; after a crash it is a gap, and a terminal's foreground
+  // program is sent SIGWINCH so that a full-screen one redraws what the lost model showed.
   [[nodiscard]] base::Result<void> adopt(Handover h);
+  // For a hand-over on purpose (an upgrade): stops reading output for good (the child then
+  // blocks, and what it writes waits in the kernel for the next daemon) and returns what
+  // this session holds. Call once, just before this process leaves.
+  Carried carry();
+  // The hand-over failed: this daemon keeps the session and reads it again.
+  void cancel_carry();
   // Where the output counters are copied as they move (seq_mirror.h); null: nowhere.
   void set_mirror(SeqMirror* mirror) noexcept;
   // What a holder needs to give this session to another daemon; false before start.
@@ -180,6 +188,7 @@ class Session final : public pty::ProcessListener {
   void advance();
   void hang_up();
   void feed_screen();
+  base::Result<void> make_screen();
   void arm_idle();
   void end_by_limit(std::string limit, std::string message);
   void meter_output(std::size_t n);

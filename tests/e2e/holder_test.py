@@ -27,6 +27,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -36,6 +37,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+import e2e_util  # noqa: E402
 from e2e_util import Checks, McpClient, daemon_pid  # noqa: E402
 
 uexec = os.path.abspath(sys.argv[1])
@@ -77,35 +79,8 @@ def ls():
     return rows
 
 
-class Proto:
-    """A raw protocol client on the socket (one JSON object per line)."""
-
-    def __init__(self, params):
-        self.s = socket.socket(socket.AF_UNIX)
-        self.s.connect(sock)
-        self.f = self.s.makefile("rwb")
-        self.next = 1
-        self.init = self.call("initialize", params)
-        self.send({"jsonrpc": "2.0", "method": "initialized"})
-
-    def send(self, obj):
-        self.f.write(json.dumps(obj).encode() + b"\n")
-        self.f.flush()
-
-    def call(self, method, params):
-        i = self.next
-        self.next += 1
-        self.send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
-        while True:
-            line = self.f.readline()
-            if not line:
-                raise ConnectionError("closed")
-            m = json.loads(line)
-            if m.get("id") == i:
-                return m
-
-    def close(self):
-        self.s.close()
+def Proto(params):
+    return e2e_util.Proto(sock, params)
 
 
 check("the daemon listens", wait_for(lambda: os.path.exists(sock), 10))
@@ -142,6 +117,21 @@ for backend, code in (("namespaces", 3), ("landlock", 4)):
         check("a namespaces sandbox starts", False, json.dumps(r)[:300])
     else:
         print(f"note: no {backend} sandbox here: {json.dumps(r)[:200]}")
+
+vim = shutil.which("vim.tiny") or shutil.which("vim")
+vim_file = os.path.join(tmp, "vim.txt")
+with open(vim_file, "w") as f:
+    f.write("".join(f"vim line {i} of the file\n" for i in range(1, 60)))
+if vim:
+    r = p.call("process/start", {"processId": "vim", "tty": True, "rows": 24, "cols": 80, "subscribe": False,
+                                 "argv": [vim, "-u", "NONE", "-N", "-n", "+12", vim_file]})
+    check("vim starts", "result" in r, json.dumps(r)[:300])
+
+
+def screen_lines(proto):
+    r = proto.call("process/snapshot", {"processId": "vim"})
+    return r.get("result", {}).get("lines")
+
 
 mcp = McpClient([uexec, "mcp", "--connect", sock], env=env)
 res, text = mcp.tool("exec_command", {"cmd": "read x; echo agent-got:$x; exit 9", "yield_time_ms": 300, "tty": True})
@@ -185,6 +175,7 @@ def crash_daemon(label):
 
 
 before = wait_for(lambda: ls().get(tty_id, {}).get("pid"), 10)
+vim_screen = wait_for(lambda: (ls_ := screen_lines(p)) and any("vim line 20" in x for x in ls_) and ls_, 10) if vim else None
 rows_before = ls()
 for _ in range(5):
     read_stream(p)
@@ -204,6 +195,13 @@ with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
 p = Proto({"clientName": "holder-test", "resumeSessionId": sid})
 check("crash 1: the protocol session resumes", p.init.get("result", {}).get("resumed") is True,
       json.dumps(p.init)[:300])
+if vim:
+    # The screen model died with the daemon; vim, sent SIGWINCH at the takeover, redraws its
+    # window (not the message on its last line, which a redraw clears).
+    got = wait_for(lambda: (now := screen_lines(p)) and now[:-1] == vim_screen[:-1], 10)
+    check("crash 1: vim's window is what it was (it redrew on SIGWINCH)", bool(got),
+          f"{vim_screen} -> {screen_lines(p)}")
+    p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b":qa!\r").decode()})
 for _ in range(5):
     read_stream(p)
 p.close()

@@ -138,3 +138,36 @@ def kill_serve_hard(popen):
             if not os.path.exists(f"/proc/{daemon}"):
                 return
         time.sleep(0.01)
+
+
+class Proto:
+    """A raw native-protocol client on a daemon's Unix socket (one JSON object per line):
+    initialize with `params`, then call() waits for its answer (notifications are skipped)."""
+
+    def __init__(self, sock, params):
+        import socket
+        self.s = socket.socket(socket.AF_UNIX)
+        self.s.connect(sock)
+        self.f = self.s.makefile("rwb")
+        self.next = 1
+        self.init = self.call("initialize", params)
+        self.send({"jsonrpc": "2.0", "method": "initialized"})
+
+    def send(self, obj):
+        self.f.write(json.dumps(obj).encode() + b"\n")
+        self.f.flush()
+
+    def call(self, method, params):
+        i = self.next
+        self.next += 1
+        self.send({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+        while True:
+            line = self.f.readline()
+            if not line:
+                raise ConnectionError("closed")
+            m = json.loads(line)
+            if m.get("id") == i:
+                return m
+
+    def close(self):
+        self.s.close()

@@ -311,3 +311,83 @@ TEST_CASE("resume_after_loss of a session that had printed nothing is an ordinar
   CHECK(r.offset_after_seq(3) == 0);
   CHECK(r.render() == "ab");
 }
+
+// image() and restore() (an upgrade carries rings to the next daemon, holder/carry_file.h):
+// the restored ring answers every question as the original does, and goes on the same way.
+namespace {
+void check_same(const OutputRing& a, const OutputRing& b, uint64_t max_seq) {
+  CHECK(a.total() == b.total());
+  CHECK(a.newlines() == b.newlines());
+  CHECK(a.head_end() == b.head_end());
+  CHECK(a.tail_start() == b.tail_start());
+  CHECK(a.retained() == b.retained());
+  CHECK(a.render() == b.render());
+  for (uint64_t s = 0; s <= max_seq + 1; ++s) CHECK(a.offset_after_seq(s) == b.offset_after_seq(s));
+  for (uint64_t at = 0; at <= a.total(); at += 3) {
+    auto x = a.read_from(at, 7), y = b.read_from(at, 7);
+    CHECK(x.gap == y.gap);
+    CHECK(x.next == y.next);
+    CHECK(x.text() == y.text());
+    REQUIRE(x.pieces.size() == y.pieces.size());
+    for (std::size_t i = 0; i < x.pieces.size(); ++i) {
+      CHECK(x.pieces[i].seq == y.pieces[i].seq);
+      CHECK(x.pieces[i].stream == y.pieces[i].stream);
+      CHECK(x.pieces[i].at_ms == y.pieces[i].at_ms);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("a ring restored from its image reads, maps seqs and reports gaps as the original") {
+  for (std::size_t retain : {0, 1, 16, 64, 100000}) {
+    for (int evict : {0, 1}) {
+      CAPTURE(retain);
+      CAPTURE(evict);
+      OutputRing a(retain);
+      uint64_t seq = 1;
+      for (int i = 0; i < (evict ? 40 : 3); ++i)
+        a.append(seq++, i % 3 ? Stream::kStdout : Stream::kStderr, bytes_of("line " + std::to_string(i) + "\n"),
+                 static_cast<uint32_t>(10 * i));
+      OutputRing b(999);  // the new daemon's budget: the image's wins
+      REQUIRE(b.restore(a.image()));
+      check_same(a, b, seq);
+      uint64_t seq_b = seq;
+      push(a, seq, "after the upgrade\n");
+      push(b, seq_b, "after the upgrade\n");
+      check_same(a, b, seq);
+    }
+  }
+}
+
+TEST_CASE("a ring resumed after a crash, then carried by an upgrade, keeps its gap") {
+  OutputRing a(32);
+  a.resume_after_loss(5000, 7, 41);
+  uint64_t seq = 42;
+  push(a, seq, "abc\n");
+  OutputRing b(32);
+  REQUIRE(b.restore(a.image()));
+  check_same(a, b, seq);
+  OutputRing empty(32);
+  empty.resume_after_loss(100, 1, 5);
+  OutputRing c(32);
+  REQUIRE(c.restore(empty.image()));
+  check_same(empty, c, 6);
+}
+
+TEST_CASE("restore refuses an image that does not hold together") {
+  OutputRing a(64);
+  uint64_t seq = 1;
+  push(a, seq, "one\n");
+  push(a, seq, "two\n");
+  uexec::session::RingImage im = a.image();
+  std::swap(im.chunks[0], im.chunks[1]);  // out of order
+  OutputRing b(64);
+  CHECK_FALSE(b.restore(im));
+  CHECK(b.total() == 0);
+  im = a.image();
+  im.total += 5;  // a hole at the end
+  CHECK_FALSE(b.restore(im));
+  im = a.image();
+  im.chunks[1].offset += 2;  // a hole in the head
+  CHECK_FALSE(b.restore(im));
+}

@@ -1,0 +1,300 @@
+#!/usr/bin/env python3
+"""Upgrade in place (src/cli/daemon_upgrade.h): `uexec serve --upgrade` replaces the running
+daemon with the binary now on disk, and no session notices.
+
+The test serves from a copy of uexec, starts UEXEC_UPGRADE_SESSIONS (default 200) live sessions:
+  - streams on pipes, each printing numbered lines in bursts (its expected bytes and their
+    sha256 are known), waiting half-way until the upgrade begins, then exiting with its own
+    code; started over the protocol by a session kept forever;
+  - vim in a terminal, a line under its cursor;
+  - an interactive bash on a terminal that records any SIGHUP or SIGTERM;
+  - `cat` on pipes with input written just before the upgrade;
+  - a server listening on a TCP port (python3 -m http.server);
+  - namespaces and Landlock sandboxes waiting for a line;
+  - two agent sessions from `uexec mcp --connect`, waiting for a line;
+  - a process that finished before the upgrade (exit 17);
+reads part of every stream, replaces the binary on disk as a package upgrade does (a new file
+renamed over the old), runs `uexec serve --upgrade` in the middle of the streams, and checks:
+  - the new daemon runs the new file, under the same holder; every session is listed with the
+    same pid;
+  - every stream, read by seq across the upgrade, arrives exactly once: no omission, no seq
+    twice, and its sha256 is the expected one; each exits with its own code;
+  - vim's screen after the upgrade is the one before, exact (carried, not rebuilt);
+  - the cat gets the input written before and after, and what it printed before is still read;
+  - the finished process is still listed, with its output and exit code;
+  - input reaches the terminal, the sandboxes and the agents, with their true exit codes;
+  - the port answers; no process received SIGHUP, SIGTERM or SIGPIPE;
+then `uexec stop` leaves nothing running.
+
+    python3 tests/e2e/upgrade_test.py build/src/uexec
+"""
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
+import e2e_util  # noqa: E402
+from e2e_util import Checks, McpClient, daemon_pid  # noqa: E402
+
+check = Checks()
+tmp = tempfile.mkdtemp(prefix="uexec-upgrade-")
+os.chmod(tmp, 0o755)
+bindir = os.path.join(tmp, "bin")
+os.makedirs(bindir)
+uexec = os.path.join(bindir, "uexec")
+shutil.copy2(os.path.abspath(sys.argv[1]), uexec)
+rundir = os.path.join(tmp, "run")
+os.makedirs(rundir, mode=0o700)
+sock = os.path.join(rundir, "uexec.sock")
+marks = os.path.join(tmp, "signals")
+env = {**os.environ, "UEXEC_SOCKET": sock, "UEXEC_AUTOSTART": "0"}
+env.pop("UEXEC_HOLDER", None)
+log = open(os.path.join(tmp, "serve.log"), "ab")
+serve = subprocess.Popen([uexec, "serve", "--socket", sock, "--no-ws"], env=env, stderr=log)
+holder = serve.pid
+TOTAL = int(os.environ.get("UEXEC_UPGRADE_SESSIONS", "200"))
+OTHERS = 10  # vim, bash, cat, the server, two sandboxes, two agents, one finished, one spare
+STREAMS = max(TOTAL - OTHERS, 1)
+LINES = 1000
+
+
+def run(*args, timeout=60):
+    return subprocess.run([uexec, *args], env=env, capture_output=True, timeout=timeout)
+
+
+def wait_for(cond, seconds=20, step=0.05):
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+def ls():
+    rows = {}
+    for line in run("ls").stdout.decode().splitlines()[1:]:
+        f = line.split()
+        if len(f) >= 6:
+            rows[f[0]] = {"pid": f[2], "state": f[3], "exit": f[5]}
+    return rows
+
+
+def Proto(params):
+    return e2e_util.Proto(sock, params)
+
+
+def stream_bytes(k):
+    return "".join(f"stream {k} line {i} abcdefghijklmnopqrstuvwxyz\n" for i in range(LINES)).encode()
+
+
+check("the daemon listens", wait_for(lambda: os.path.exists(sock), 10))
+first = daemon_pid(holder)
+check("serve runs as a holder with the daemon as its child", first is not None and first != holder, str(first))
+
+p = Proto({"clientName": "upgrade-test", "detachedTtlMs": -1})
+sid = p.init["result"]["sessionId"]
+# Bursts of 50 lines with pauses. Past the middle a stream waits for the `go` file, which the
+# test makes just before the upgrade: however slow the set-up, every stream is mid-way then.
+go = os.path.join(tmp, "go")
+for k in range(STREAMS):
+    cmd = (f'trap "echo PIPE-{k} >> {marks}" PIPE; i=0; while [ $i -lt {LINES} ]; do '
+           f'echo "stream {k} line $i abcdefghijklmnopqrstuvwxyz"; i=$((i+1)); '
+           f'[ $i = {LINES // 2} ] && while [ ! -e {go} ]; do sleep 1; done; '
+           f'[ $((i % 50)) = 0 ] && sleep 0.2; done; exit {k % 100}')
+    r = p.call("process/start", {"processId": f"s{k}", "argv": ["sh", "-c", cmd], "subscribe": False})
+    if "result" not in r:
+        check(f"stream {k} starts", False, json.dumps(r)[:300])
+        break
+started_streams = time.time()
+
+vim = shutil.which("vim.tiny") or shutil.which("vim")
+vim_file = os.path.join(tmp, "vim.txt")
+with open(vim_file, "w") as f:
+    f.write("".join(f"vim line {i} of the file\n" for i in range(1, 60)))
+if vim:
+    r = p.call("process/start", {"processId": "vim", "tty": True, "rows": 24, "cols": 80, "subscribe": False,
+                                 "argv": [vim, "-u", "NONE", "-N", "-n", "+12", vim_file]})
+    check("vim starts", "result" in r, json.dumps(r)[:300])
+else:
+    print("note: no vim here; its screen is not checked")
+tty_id = run("start", "--tty", "--", "bash", "--norc", "-i").stdout.decode().strip()
+cat_id = run("start", "--", "sh", "-c", f'trap "echo HUP-cat >> {marks}" HUP; exec cat').stdout.decode().strip()
+port = None
+with socket.socket() as probe:
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+web_id = run("start", "--", "python3", "-m", "http.server", "--bind", "127.0.0.1", str(port),
+             "--directory", tmp).stdout.decode().strip()
+sandboxed = {}
+for backend, code in (("namespaces", 3), ("landlock", 4)):
+    r = p.call("process/start", {"processId": f"sb-{backend}", "tty": True, "subscribe": False,
+                                 "argv": ["sh", "-c", f'trap "echo HUP-{backend} >> {marks}" HUP; read x; '
+                                          f'echo "sb-got:$x"; exit {code}'],
+                                 "sandbox": {"mode": "workspace-write", "backend": backend}})
+    if "result" in r:
+        sandboxed[backend] = code
+    elif backend == "namespaces":
+        check("a namespaces sandbox starts", False, json.dumps(r)[:300])
+    else:
+        print(f"note: no {backend} sandbox here: {json.dumps(r)[:200]}")
+mcp = McpClient([uexec, "mcp", "--connect", sock], env=env)
+agents = []
+for n in range(2):
+    res, text = mcp.tool("exec_command", {"cmd": f"read x; echo agent{n}-got:$x; exit {20 + n}",
+                                          "yield_time_ms": 300, "tty": True})
+    m = re.search(r"session ID (\d+)", text)
+    check(f"agent session {n} waits for input", m is not None, text[:300])
+    if m:
+        agents.append((n, int(m.group(1))))
+
+done_id = run("start", "--", "sh", "-c", "echo finished-before; exit 17").stdout.decode().strip()
+# A bash prompt, a line for vim's cursor, and cat's first input.
+run("send", tty_id, "echo before-$((6*7))")
+run("send", cat_id, "cat-before")
+if vim:
+    p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b"ggjjjjAinserted before the upgrade\x1b").decode()})
+
+after = {f"s{k}": 0 for k in range(STREAMS)}
+got = {f"s{k}": bytearray() for k in range(STREAMS)}
+seqs = {f"s{k}": [] for k in range(STREAMS)}
+omitted = {}
+ended = {}
+
+
+def read_streams(proto, wait_ms=0):
+    """One process/read of each stream not yet closed, from its last seq."""
+    for pid in after:
+        if pid in ended:
+            continue
+        r = proto.call("process/read", {"processId": pid, "afterSeq": after[pid], "waitMs": wait_ms})
+        res = r.get("result")
+        if res is None:
+            raise RuntimeError(json.dumps(r)[:300])
+        if res.get("omitted"):
+            omitted.setdefault(pid, []).append(res["omitted"])
+        for c in res["chunks"]:
+            got[pid] += base64.b64decode(c["chunk"])
+            seqs[pid].append(c["seq"])
+            after[pid] = c["seq"]
+        if res.get("closed"):
+            ended[pid] = res.get("exitCode")
+
+
+time.sleep(1.0)
+read_streams(p)
+vim_before = None
+if vim:
+    snap = wait_for(lambda: (s := p.call("process/snapshot", {"processId": "vim"}).get("result", {})) and
+                    any("inserted before the upgrade" in x for x in s.get("lines", [])) and s, 10)
+    vim_before = snap and snap["lines"]
+    check("vim shows its file and the edit", bool(vim_before), snap)
+check("a process finishes before the upgrade", wait_for(lambda: ls().get(done_id, {}).get("exit") == "17", 15))
+rows_before = ls()
+finished_early = [k for k, v in rows_before.items() if v["state"] != "running" and k != done_id]
+check("no stream finished before the upgrade (the machine is slow otherwise)", not finished_early, finished_early[:5])
+check(f"{TOTAL} sessions run", len(rows_before) >= TOTAL - 1, len(rows_before))
+# Input queued while the daemon hands over must not be lost either.
+run("send", cat_id, "cat-queued")
+p.close()
+
+# ---- the package upgrade: a new file renamed over the old one, then --upgrade ----------------
+old_ino = os.stat(uexec).st_ino
+shutil.copy2(os.path.abspath(sys.argv[1]), uexec + ".new")
+os.rename(uexec + ".new", uexec)
+new_ino = os.stat(uexec).st_ino
+in_stream = time.time() - started_streams
+open(go, "w").close()
+time.sleep(1.2)  # every stream sees it (it looks once a second) and streams again
+t0 = time.time()
+up = run("serve", "--upgrade", timeout=60)
+took = time.time() - t0
+check("uexec serve --upgrade succeeds", up.returncode == 0, up.stderr.decode())
+print(f"note: {up.stderr.decode().strip()} (the streams {in_stream:.1f} s in; the command took {took:.2f} s)")
+second = daemon_pid(holder)
+check("a new daemon runs under the same holder", second is not None and second != first, f"{first} -> {second}")
+try:
+    exe_ino = os.stat(f"/proc/{second}/exe").st_ino
+except OSError:
+    exe_ino = None
+check("the new daemon runs the new binary", exe_ino == new_ino and new_ino != old_ino,
+      f"{exe_ino} vs new {new_ino} old {old_ino}")
+check("the old daemon is gone", wait_for(lambda: not os.path.exists(f"/proc/{first}"), 10), first)
+rows = ls()
+check("every session is still listed with its pid",
+      all(rows.get(k, {}).get("pid") == v["pid"] for k, v in rows_before.items()),
+      [k for k, v in rows_before.items() if rows.get(k, {}).get("pid") != v["pid"]][:5])
+
+p = Proto({"clientName": "upgrade-test", "resumeSessionId": sid})
+check("the protocol session resumes", p.init.get("result", {}).get("resumed") is True, json.dumps(p.init)[:300])
+if vim:
+    snap = p.call("process/snapshot", {"processId": "vim"}).get("result", {})
+    check("vim's screen is what it was, at once and exact", snap.get("lines") == vim_before and snap.get("exact"),
+          f"{vim_before} -> {snap.get('lines')}")
+    p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b"Gx:wq\r").decode()})
+deadline = time.time() + 90
+while len(ended) < STREAMS and time.time() < deadline:
+    read_streams(p, wait_ms=100)
+check("every stream ended", len(ended) == STREAMS, f"{len(ended)} of {STREAMS}")
+bad_sum = [pid for pid in got if hashlib.sha256(bytes(got[pid])).hexdigest() !=
+           hashlib.sha256(stream_bytes(int(pid[1:]))).hexdigest()]
+check("every stream's bytes arrive exactly once (sha256)", not bad_sum,
+      f"{len(bad_sum)} differ, e.g. {bad_sum[:3]}: {len(got[bad_sum[0]]) if bad_sum else 0} bytes of "
+      f"{len(stream_bytes(0))}")
+check("no seq is read twice", all(s == sorted(set(s)) for s in seqs.values()))
+check("nothing is reported omitted", not omitted, str(omitted)[:300])
+bad_exit = {pid: c for pid, c in ended.items() if c != int(pid[1:]) % 100}
+check("every stream exits with its own code", not bad_exit, str(bad_exit)[:300])
+
+check("the process that finished before is still listed with its exit code (17) and output",
+      ls().get(done_id, {}).get("exit") == "17" and b"finished-before" in run("logs", done_id).stdout,
+      f"{ls().get(done_id)} {run('logs', done_id).stdout[:100]!r}")
+# cat: what it printed before is still there, the input sent just before arrived, and more now.
+run("send", cat_id, "cat-after")
+out = wait_for(lambda: (o := run("logs", cat_id).stdout) and b"cat-after" in o and o, 10) or run("logs", cat_id).stdout
+check("cat's output before, the input queued at the upgrade, and after: each once",
+      out.count(b"cat-before") == 1 and out.count(b"cat-queued") == 1 and out.count(b"cat-after") == 1, out)
+run("send", tty_id, "exit 7")
+check("the terminal bash gets input and reports exit 7",
+      wait_for(lambda: ls().get(tty_id, {}).get("exit") == "7", 15), ls().get(tty_id))
+check("... and its output before the upgrade is still read", b"before-42" in run("logs", tty_id).stdout)
+for backend, code in sandboxed.items():
+    r = p.call("process/write", {"processId": f"sb-{backend}", "chunk": base64.b64encode(b"go\n").decode()})
+    check(f"sandboxed ({backend}): input after the upgrade", "result" in r, json.dumps(r)[:200])
+    wait_for(lambda: ls().get(f"{sid[:8]}/sb-{backend}", {}).get("state") != "running", 15)
+    res = p.call("process/read", {"processId": f"sb-{backend}", "afterSeq": 0}).get("result", {})
+    out = b"".join(base64.b64decode(c["chunk"]) for c in res.get("chunks", []))
+    check(f"sandboxed ({backend}): its true exit code {code} and its output",
+          res.get("exitCode") == code and b"sb-got:go" in out, f"{res.get('exitCode')} {out[-200:]!r}")
+for n, agent_sid in agents:
+    res, text = mcp.tool("write_stdin", {"session_id": agent_sid, "chars": "yo\n", "yield_time_ms": 3000})
+    check(f"agent session {n} (mcp --connect) gets input after the upgrade, and its exit code",
+          f"agent{n}-got:yo" in text and str(20 + n) in text, text[:400])
+mcp.close()
+with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as resp:
+    check("the port answers after the upgrade", resp.status == 200)
+signals = open(marks).read() if os.path.exists(marks) else ""
+check("no process got SIGHUP, SIGTERM or SIGPIPE", signals == "", signals[:300])
+
+r = run("stop")
+check("uexec stop ends it", r.returncode == 0, r.stderr.decode())
+try:
+    serve.wait(timeout=20)
+except subprocess.TimeoutExpired:
+    serve.kill()
+left = [v["pid"] for v in rows_before.values() if os.path.exists(f"/proc/{v['pid']}")]
+check("no session process is left", not left, left[:5])
+p.close()
+print(open(os.path.join(tmp, "serve.log")).read()[-2500:] if check.failed else "", end="")
+sys.exit(check.exit_code())
