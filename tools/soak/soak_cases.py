@@ -1015,9 +1015,10 @@ def case_churn(ctx):
 # ---- the daemon killed under load (src/holder/holder.h) -------------------------------------------
 
 def case_crash(ctx):
-    """SIGKILL of the daemon in the middle of streams, crash_rounds times: its holder keeps every
-    session, starts the daemon again and hands them over; each process then ends by itself with
-    its true exit code, and nothing is left: no zombie under the daemon or the holder, the new
+    """The daemon replaced in the middle of streams, crash_rounds times, alternately by SIGKILL (a
+    crash) and by SIGUSR2 to its holder (an upgrade, `uexec serve --upgrade`): the holder keeps
+    every session and hands them to the next daemon; each process then ends by itself with its
+    true exit code, and nothing is left: no zombie under the daemon or the holder, the new
     daemon's and the holder's fd tables back to their baselines."""
     S = ctx.S
     n = S["crash_sessions"]
@@ -1041,10 +1042,12 @@ def case_crash(ctx):
         for r in range(S["crash_rounds"]):
             ctx.hub.sleep(0.3)
             old = d.pid
-            os.kill(old, signal.SIGKILL)
+            what = "upgrade" if r % 2 else "crash"
+            os.kill(d.holder if r % 2 else old, signal.SIGUSR2 if r % 2 else signal.SIGKILL)
             ctx.fault()
-            ok = ctx.poll(lambda: d.pid not in (None, old, d.holder) and d._connectable(), 20, 0.05)
-            ctx.check(f"crash {r + 1}: the holder starts a new daemon", ok, d.log_tail(600))
+            ok = ctx.poll(lambda: d.pid not in (None, old, d.holder) and os.path.exists(f"/proc/{old}") is False
+                          and d._connectable(), 20, 0.05)
+            ctx.check(f"{what} {r + 1}: the holder starts a new daemon", ok, d.log_tail(600))
             probe = ctx.conn(f"crash-probe-{r}", daemon=d, ttl_ms=0)
             procs = {p["processId"]: p for p in (ctx.all_processes(probe) or [])}
             probe.close()
@@ -1052,7 +1055,7 @@ def case_crash(ctx):
                 pids = {k: v.get("pid") for k, v in procs.items()}
             listed = [k for k in procs if k.startswith("c")]
             same = all(procs[k].get("pid") == pids.get(k) for k in listed)
-            ctx.check(f"crash {r + 1}: the new daemon lists every session with its pid",
+            ctx.check(f"{what} {r + 1}: the new daemon lists every session with its pid",
                       len(listed) == n and same,
                       f"{len(listed)} of {n} listed; missing {sorted(set(pids) - set(listed))[:5]}; "
                       f"closed: {[(k, p.get('exitCode'), p.get('signal')) for k, p in procs.items() if p.get('state') == 'closed'][:5]}")

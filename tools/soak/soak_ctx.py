@@ -17,7 +17,7 @@ SIZES = {
         waits=1100, garbage_lines=2000, half_lines=30, long_polls=20, fd_limit=256,
         stall_close_rounds=3, noread_requests=200,
         churn_warm=4500, churn_rounds=2, churn_per_round=4000,
-        crash_sessions=60, crash_rounds=2,
+        crash_sessions=60, crash_rounds=3,
         drain_each=False),
     "full": dict(
         sessions=5000, wave=250, window=48, stream_rate=4_000_000, slow_pause_s=30, stall_s=75,
