@@ -404,13 +404,14 @@ int cmd_kill(const std::vector<std::string>& args) {
 
 // Handles the notifications already received: `t`'s output goes to stdout, its exit code to
 // *code. True once `t` is closed.
-bool take_notifications(rpc::Client& c, const Target& t, int* code) {
+bool take_notifications(rpc::Client& c, const Target& t, int* code, std::uint64_t* last_seq = nullptr) {
   while (auto n = c.next_notification(0)) {
     const json& p = (*n)["params"];
     if (p.value("processId", "") != t.process) continue;
     std::string m = (*n)["method"];
     if (m == "process/output") {
       if (auto bytes = rpc::base64_decode(p.value("chunk", ""))) write_out(*bytes);
+      if (last_seq) *last_seq = std::max<std::uint64_t>(*last_seq, p.value("seq", std::uint64_t{0}));
     } else if (m == "process/exited") {
       *code = p.value("exitCode", -1);
     } else if (m == "process/closed") {
@@ -591,7 +592,9 @@ int cmd_attach(const std::vector<std::string>& args) {
     std::fputs(kAttachUsage, stderr);
     return kExitUsage;
   }
-  return with_target(parsed.rest[0], [&](rpc::Client* c, const Target* t) {
+  return with_target(parsed.rest[0], [&](rpc::Client* first, const Target* t) {
+    rpc::Client* c = first;            // the connection in use: a reconnect replaces it
+    std::optional<rpc::Client> again;  // the one a reconnect made
     bool is_tty = ::isatty(0) == 1 && ::isatty(1) == 1;
     termios saved{};
     bool raw = false;
@@ -639,26 +642,49 @@ int cmd_attach(const std::vector<std::string>& args) {
                    "Ctrl-D ends its input, Ctrl-] detaches]\n", args[0].c_str());
     // A terminal on a terminal: the screen model's repaint at our size, then the live tail
     // from its seq (no gap, no duplicate). Otherwise the retained output is replayed.
-    json sub = addr(*t);
-    sub["afterSeq"] = 0;
-    if (t->tty && is_tty) {
-      json sp = addr(*t);
-      sp["format"] = "ansi";
-      if (auto snap = c->call("process/snapshot", sp); snap && (*snap).contains("ansi")) {
-        write_out((*snap)["ansi"].get<std::string>());
-        sub["afterSeq"] = (*snap)["seq"];
+    std::uint64_t last_seq = 0;
+    auto subscribe = [&]() -> base::Result<json> {
+      json sub = addr(*t);
+      sub["afterSeq"] = last_seq;
+      if (t->tty && is_tty) {
+        json sp = addr(*t);
+        sp["format"] = "ansi";
+        if (auto snap = c->call("process/snapshot", sp); snap && (*snap).contains("ansi")) {
+          write_out((*snap)["ansi"].get<std::string>());
+          sub["afterSeq"] = last_seq = (*snap).value("seq", last_seq);
+        }
       }
-    }
-    if (auto r = c->call("process/subscribe", sub); !r) {
+      return c->call("process/subscribe", sub);
+    };
+    if (auto r = subscribe(); !r) {
       if (raw) ::tcsetattr(0, TCSADRAIN, &saved);
       std::fprintf(stderr, "uexec attach: %s\n", r.error().context.c_str());
       return 1;
     }
+    // The daemon went (an upgrade, or a crash its holder recovers from) while the process may
+    // run on under the next one: attach again for up to 30 s, from the last seq seen (a
+    // terminal is repainted from the screen model first, as at the start).
+    auto reattach = [&]() -> bool {
+      const std::string socket = client_socket_path();
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (std::chrono::steady_clock::now() < deadline && !g_detach) {
+        if (DaemonLock::holder(socket) == 0) return false;  // nobody will come back
+        if (auto nc = rpc::Client::connect_unix(socket); nc) {
+          again.emplace(std::move(*nc));
+          c = &*again;
+          if (!subscribe()) return false;  // the process is gone
+          g_winch = 1;                     // the size, in case it changed meanwhile
+          return true;
+        }
+        ::usleep(100000);
+      }
+      return false;
+    };
 
     int code = -1;
     bool detached = false;
     bool stdin_open = true;
-    while (!take_notifications(*c, *t, &code)) {
+    while (!take_notifications(*c, *t, &code, &last_seq)) {
       if (g_winch) {
         g_winch = 0;
         resize();
@@ -677,7 +703,7 @@ int cmd_attach(const std::vector<std::string>& args) {
       int rc = ::poll(fds, stdin_open ? 2 : 1, 200);
       if (rc < 0) continue;
       if (fds[0].revents) {
-        if (!c->pump(0)) break;
+        if (!c->pump(0) && !reattach()) break;
       }
       if (stdin_open && (fds[1].revents & (POLLIN | POLLHUP))) {
         char buf[4096];

@@ -118,8 +118,9 @@ void write_one(Writer& w, const std::string& key, const CarriedSession& cs) {
     w.num<std::uint8_t>(static_cast<std::uint8_t>(ch.stream));
     w.num(ch.at_ms);
     w.num(ch.offset);
-    w.bytes(ch.bytes);
+    w.num(ch.size);
   }
+  w.bytes(r.bytes);
   w.num<std::uint8_t>(c.screen.has_value());
   w.bytes(c.screen.value_or(std::string()));
   w.num(c.screen_seq);
@@ -150,15 +151,16 @@ CarriedSession read_one(Reader& r) {
     auto seq = r.num<std::uint64_t>();
     im.evicted_starts.emplace_back(seq, r.num<std::uint64_t>());
   }
-  for (std::size_t i = 0, n = r.count(29); i < n && r.ok(); ++i) {
+  for (std::size_t i = 0, n = r.count(33); i < n && r.ok(); ++i) {
     RingImage::Chunk ch;
     ch.seq = r.num<std::uint64_t>();
     ch.stream = static_cast<session::Stream>(r.num<std::uint8_t>());
     ch.at_ms = r.num<std::uint32_t>();
     ch.offset = r.num<std::uint64_t>();
-    ch.bytes = r.bytes();
-    im.chunks.push_back(std::move(ch));
+    ch.size = r.num<std::uint64_t>();
+    im.chunks.push_back(ch);
   }
+  im.bytes = r.bytes();
   const bool has_screen = r.num<std::uint8_t>() != 0;
   std::string screen = r.bytes();
   if (has_screen) c.screen = std::move(screen);

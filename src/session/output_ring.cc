@@ -60,15 +60,20 @@ RingImage OutputRing::image() const {
   im.newlines = newlines_;
   for (const auto& e : evicted_starts_) im.evicted_starts.emplace_back(e.seq, e.offset);
   im.evicted_starts_dropped = evicted_starts_dropped_;
+  im.chunks.reserve(head_index_.size() + tail_index_.size());
+  im.bytes.reserve(retained());
   auto add = [&](const base::LazyDeque<Entry>& index, Offset from, Offset to) {
     for (const Entry& e : index) {
       Offset a = std::max<Offset>(e.offset, from), b = std::min<Offset>(e.offset + e.len, to);
-      if (a >= b) continue;
-      RingImage::Chunk c{e.seq, e.stream, e.at_ms, a, {}};
-      c.bytes.reserve(static_cast<std::size_t>(b - a));
-      for (ReadResult r = read_from(a, static_cast<std::size_t>(b - a)); const Piece& p : r.pieces)
-        c.bytes.append(reinterpret_cast<const char*>(p.bytes.data()), p.bytes.size());
-      im.chunks.push_back(std::move(c));
+      if (a < b) im.chunks.push_back(RingImage::Chunk{e.seq, e.stream, e.at_ms, a, b - a});
+    }
+    // The region's bytes in one pass, page by page.
+    for (Offset at = from; at < to;) {
+      const std::byte* p = byte_at(at);
+      std::uint64_t rel = at < head_ ? at : at - head_;
+      std::uint64_t n = std::min<std::uint64_t>(kPageSize - rel % kPageSize, to - at);
+      im.bytes.append(reinterpret_cast<const char*>(p), static_cast<std::size_t>(n));
+      at += n;
     }
   };
   add(head_index_, 0, head_end());
@@ -83,9 +88,11 @@ bool OutputRing::restore(const RingImage& im) {
   const Offset head_end = std::min(im.total, im.head_budget);
   if (im.tail_start < head_end || im.tail_start > im.total) return false;
   Offset at = 0;
+  std::uint64_t sizes = 0;
   for (const auto& c : im.chunks) {
-    const Offset end = c.offset + c.bytes.size();
-    if (c.bytes.empty() || end > im.total) return false;
+    const Offset end = c.offset + c.size;
+    if (c.size == 0 || end < c.offset || end > im.total) return false;
+    sizes += c.size;
     const bool jump = c.offset != at;
     if (c.offset < head_end ? (jump || end > head_end) : (c.offset < im.tail_start || (jump && (at != head_end ||
                                                                                              c.offset != im.tail_start))))
@@ -93,14 +100,17 @@ bool OutputRing::restore(const RingImage& im) {
     at = end;
   }
   if (at != im.total && !(at == head_end && im.tail_start == im.total)) return false;
+  if (sizes != im.bytes.size()) return false;
   head_ = im.head_budget;
   tail_ = im.tail_budget;
+  const auto* bytes = reinterpret_cast<const std::byte*>(im.bytes.data());
   for (const auto& c : im.chunks) {
     if (c.offset > total_) {  // past the evicted middle: the tail starts here
       total_ = floor_ = c.offset;
       tail_page0_ = (c.offset - head_) / kPageSize;
     }
-    append(c.seq, c.stream, std::as_bytes(std::span(c.bytes.data(), c.bytes.size())), c.at_ms);
+    append(c.seq, c.stream, std::span(bytes, static_cast<std::size_t>(c.size)), c.at_ms);
+    bytes += c.size;
   }
   if (total_ < im.total) {  // everything past the head was evicted
     total_ = floor_ = im.total;

@@ -73,12 +73,12 @@ struct ReadResult {
 // Everything a ring holds, as plain data: what a daemon that hands over for an upgrade
 // carries to the next one (holder/carry_file.h), which restores it byte for byte.
 struct RingImage {
-  struct Chunk {  // one index entry and its retained bytes
+  struct Chunk {  // one index entry: its retained bytes are the next `size` of `bytes`
     Seq seq = 0;
     Stream stream = Stream::kPty;
     std::uint32_t at_ms = 0;
     Offset offset = 0;
-    std::string bytes;
+    std::uint64_t size = 0;
   };
   std::uint64_t head_budget = 0, tail_budget = 0;
   Offset total = 0;
@@ -87,6 +87,7 @@ struct RingImage {
   std::vector<std::pair<Seq, Offset>> evicted_starts;  // oldest first
   bool evicted_starts_dropped = false;
   std::vector<Chunk> chunks;  // head, then tail, in offset order
+  std::string bytes;          // every chunk's bytes, in that order
 };
 
 class OutputRing;

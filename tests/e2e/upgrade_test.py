@@ -19,7 +19,9 @@ renamed over the old), runs `uexec serve --upgrade` in the middle of the streams
     same pid;
   - every stream, read by seq across the upgrade, arrives exactly once: no omission, no seq
     twice, and its sha256 is the expected one; each exits with its own code;
-  - vim's screen after the upgrade is the one before, exact (carried, not rebuilt);
+  - vim's screen after the upgrade is the one before, exact (carried, not rebuilt), and a
+    `uexec attach` held on it in a real terminal (tmux) reattaches by itself: its pane shows
+    the same screen and keys reach vim again;
   - the cat gets the input written before and after, and what it printed before is still read;
   - the finished process is still listed, with its output and exit code;
   - input reaches the terminal, the sandboxes and the agents, with their true exit codes;
@@ -201,6 +203,23 @@ if vim:
     vim_before = snap and snap["lines"]
     check("vim shows its file and the edit", bool(vim_before), snap)
 check("a process finishes before the upgrade", wait_for(lambda: ls().get(done_id, {}).get("exit") == "17", 15))
+# A person's `uexec attach` on vim, in a real terminal (tmux), held across the upgrade.
+tmux = shutil.which("tmux") if vim else None
+tmux_args = ["tmux", "-L", f"uexec-upgrade-{os.getpid()}", "-f", "/dev/null"]
+if tmux:
+    vim_id = f"{sid[:8]}/vim"
+    subprocess.run(tmux_args + ["new-session", "-d", "-x", "80", "-y", "24",
+                                f"env UEXEC_SOCKET={sock} UEXEC_AUTOSTART=0 {uexec} attach {vim_id}; sleep 30"],
+                   check=True)
+
+
+def pane():
+    return subprocess.run(tmux_args + ["capture-pane", "-p"], capture_output=True, text=True).stdout
+
+
+if tmux:
+    check("attach shows vim in the terminal", bool(wait_for(lambda: "inserted before the upgrade" in pane(), 10)),
+          pane())
 rows_before = ls()
 finished_early = [k for k, v in rows_before.items() if v["state"] != "running" and k != done_id]
 check("no stream finished before the upgrade (the machine is slow otherwise)", not finished_early, finished_early[:5])
@@ -242,7 +261,20 @@ if vim:
     snap = p.call("process/snapshot", {"processId": "vim"}).get("result", {})
     check("vim's screen is what it was, at once and exact", snap.get("lines") == vim_before and snap.get("exact"),
           f"{vim_before} -> {snap.get('lines')}")
+    if tmux:
+        # The attach lost its daemon and attached again: the pane shows vim, and keys reach it.
+        check("the held attach shows vim's screen again", bool(wait_for(
+            lambda: "inserted before the upgrade" in pane() and "[process exited" not in pane(), 10)), pane())
+        subprocess.run(tmux_args + ["send-keys", "-t", "0", "G", "o", "typed through the attach", "Escape"], check=True)
+        check("keys typed in the attach reach vim after the upgrade", bool(wait_for(
+            lambda: any("typed through the attach" in x for x in
+                        p.call("process/snapshot", {"processId": "vim"}).get("result", {}).get("lines", [])), 10)),
+              pane())
     p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b"Gx:wq\r").decode()})
+    if tmux:
+        check("the attach reports vim's end", bool(wait_for(lambda: "[process exited with code 0]" in pane(), 10)),
+              pane())
+        subprocess.run(tmux_args + ["kill-server"], capture_output=True)
 deadline = time.time() + 90
 while len(ended) < STREAMS and time.time() < deadline:
     read_streams(p, wait_ms=100)

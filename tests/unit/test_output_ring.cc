@@ -390,4 +390,7 @@ TEST_CASE("restore refuses an image that does not hold together") {
   im = a.image();
   im.chunks[1].offset += 2;  // a hole in the head
   CHECK_FALSE(b.restore(im));
+  im = a.image();
+  im.bytes.pop_back();  // fewer bytes than the chunks say
+  CHECK_FALSE(b.restore(im));
 }
