@@ -47,7 +47,7 @@ _uexec() {
   case $cmd in
     run) opts="--tty --cwd --env --size --sandbox --private-tmp --log-denials $sandbox_opts" ;;
     sandbox) opts="$sandbox_opts" ;;
-    serve) opts="--socket --ws --no-ws --web-root --no-web --replace --retain-exited --new-token --journal --no-journal --no-holder $ws_opts $policy_opts" ;;
+    serve) opts="--socket --ws --no-ws --web-root --no-web --replace --retain-exited --new-token --journal --no-journal --no-holder --upgrade $ws_opts $policy_opts" ;;
     start) opts="--tty --cwd --name" ;;
     ls) opts="--all" ;;
     send) opts="--no-newline" ;;

@@ -59,6 +59,7 @@ complete -c uexec -n "__fish_seen_subcommand_from serve" -l retain-exited -x -a 
 complete -c uexec -n "__fish_seen_subcommand_from serve" -l journal -d 'keep output and ends on disk'
 complete -c uexec -n "__fish_seen_subcommand_from serve" -l no-journal -d 'no on-disk journal'
 complete -c uexec -n "__fish_seen_subcommand_from serve" -l no-holder -d 'one process: a crash ends the sessions'
+complete -c uexec -n "__fish_seen_subcommand_from serve" -l upgrade -d 'replace the running daemon with the binary on disk, keeping every session'
 complete -c uexec -n "__fish_seen_subcommand_from serve" -l new-token
 complete -c uexec -n "__fish_seen_subcommand_from serve exec-server" -l allow-origin -x
 complete -c uexec -n "__fish_seen_subcommand_from serve exec-server" -l allow-host -x
