@@ -55,28 +55,8 @@ serve = subprocess.Popen([uexec, "serve", "--socket", sock, "--no-ws"], env=env,
 holder = serve.pid
 
 
-def run(*args, timeout=60):
-    return subprocess.run([uexec, *args], env=env, capture_output=True, timeout=timeout)
-
-
-def wait_for(cond, seconds=20, step=0.05):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
-
-
-def ls():
-    r = run("ls")
-    rows = {}
-    for line in r.stdout.decode().splitlines()[1:]:
-        f = line.split()
-        if len(f) >= 6:
-            rows[f[0]] = {"pid": f[2], "state": f[3], "exit": f[5]}
-    return rows
+cli = e2e_util.Cli(uexec, env)
+run, ls, wait_for = cli.run, cli.ls, e2e_util.wait_for
 
 
 def Proto(params):
@@ -105,19 +85,7 @@ stream_cmd = (f'trap "echo PIPE-stream >> {marks}" PIPE; i=0; while [ $i -lt {LI
               'i=$((i+1)); [ $((i % 40)) = 0 ] && sleep 0.02; done; exit 5')
 r = p.call("process/start", {"processId": "stream", "argv": ["sh", "-c", stream_cmd], "subscribe": False})
 check("the stream starts", "result" in r, json.dumps(r)[:300])
-sandboxed = {}
-for backend, code in (("namespaces", 3), ("landlock", 4)):
-    r = p.call("process/start", {"processId": f"sb-{backend}", "tty": True, "subscribe": False,
-                                 "argv": ["sh", "-c", f'trap "echo HUP-{backend} >> {marks}" HUP; read x; '
-                                          f'cat /etc/hostname >/dev/null; echo "sb-got:$x"; exit {code}'],
-                                 "sandbox": {"mode": "workspace-write", "backend": backend}})
-    if "result" in r:
-        sandboxed[backend] = code
-    elif backend == "namespaces":
-        check("a namespaces sandbox starts", False, json.dumps(r)[:300])
-    else:
-        print(f"note: no {backend} sandbox here: {json.dumps(r)[:200]}")
-
+sandboxed = e2e_util.start_sandboxed(p, marks, check)
 vim = shutil.which("vim.tiny") or shutil.which("vim")
 vim_file = os.path.join(tmp, "vim.txt")
 with open(vim_file, "w") as f:

@@ -70,27 +70,8 @@ STREAMS = max(TOTAL - OTHERS, 1)
 LINES = 1000
 
 
-def run(*args, timeout=60):
-    return subprocess.run([uexec, *args], env=env, capture_output=True, timeout=timeout)
-
-
-def wait_for(cond, seconds=20, step=0.05):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        v = cond()
-        if v:
-            return v
-        time.sleep(step)
-    return cond()
-
-
-def ls():
-    rows = {}
-    for line in run("ls").stdout.decode().splitlines()[1:]:
-        f = line.split()
-        if len(f) >= 6:
-            rows[f[0]] = {"pid": f[2], "state": f[3], "exit": f[5]}
-    return rows
+cli = e2e_util.Cli(uexec, env)
+run, ls, wait_for = cli.run, cli.ls, e2e_util.wait_for
 
 
 def Proto(params):
@@ -139,18 +120,7 @@ with socket.socket() as probe:
     port = probe.getsockname()[1]
 web_id = run("start", "--", "python3", "-m", "http.server", "--bind", "127.0.0.1", str(port),
              "--directory", tmp).stdout.decode().strip()
-sandboxed = {}
-for backend, code in (("namespaces", 3), ("landlock", 4)):
-    r = p.call("process/start", {"processId": f"sb-{backend}", "tty": True, "subscribe": False,
-                                 "argv": ["sh", "-c", f'trap "echo HUP-{backend} >> {marks}" HUP; read x; '
-                                          f'echo "sb-got:$x"; exit {code}'],
-                                 "sandbox": {"mode": "workspace-write", "backend": backend}})
-    if "result" in r:
-        sandboxed[backend] = code
-    elif backend == "namespaces":
-        check("a namespaces sandbox starts", False, json.dumps(r)[:300])
-    else:
-        print(f"note: no {backend} sandbox here: {json.dumps(r)[:200]}")
+sandboxed = e2e_util.start_sandboxed(p, marks, check)
 mcp = McpClient([uexec, "mcp", "--connect", sock], env=env)
 agents = []
 for n in range(2):

@@ -171,3 +171,53 @@ class Proto:
 
     def close(self):
         self.s.close()
+
+
+def wait_for(cond, seconds=20, step=0.05):
+    """cond()'s first true value within `seconds`, polled every `step`; else its last value."""
+    import time
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(step)
+    return cond()
+
+
+class Cli:
+    """The uexec CLI against one daemon: run(*args) and ls() (`uexec ls` as {id: {pid, state, exit}})."""
+
+    def __init__(self, uexec, env):
+        self.uexec = uexec
+        self.env = env
+
+    def run(self, *args, timeout=60):
+        return subprocess.run([self.uexec, *args], env=self.env, capture_output=True, timeout=timeout)
+
+    def ls(self):
+        rows = {}
+        for line in self.run("ls").stdout.decode().splitlines()[1:]:
+            f = line.split()
+            if len(f) >= 6:
+                rows[f[0]] = {"pid": f[2], "state": f[3], "exit": f[5]}
+        return rows
+
+
+def start_sandboxed(proto, marks, check):
+    """A namespaces and a Landlock sandbox (tty) over `proto`, each recording SIGHUP to `marks`,
+    waiting for a line, then printing it and exiting 3 and 4. {backend: exit code} of those that
+    started (Landlock may be missing on this kernel; namespaces must start)."""
+    started = {}
+    for backend, code in (("namespaces", 3), ("landlock", 4)):
+        r = proto.call("process/start", {"processId": f"sb-{backend}", "tty": True, "subscribe": False,
+                                         "argv": ["sh", "-c", f'trap "echo HUP-{backend} >> {marks}" HUP; read x; '
+                                                  f'cat /etc/hostname >/dev/null; echo "sb-got:$x"; exit {code}'],
+                                         "sandbox": {"mode": "workspace-write", "backend": backend}})
+        if "result" in r:
+            started[backend] = code
+        elif backend == "namespaces":
+            check("a namespaces sandbox starts", False, json.dumps(r)[:300])
+        else:
+            print(f"note: no {backend} sandbox here: {json.dumps(r)[:200]}")
+    return started
