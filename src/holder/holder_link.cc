@@ -50,7 +50,7 @@ Result<std::unique_ptr<HolderLink>> HolderLink::connect(loop::Loop& loop, sessio
   self->table_ = static_cast<session::SeqMirror*>(map);
   // For an upgrade the first adopts come while the daemon before still runs; what changed
   // since (release, stdin, exit, more adopts) and what it carried follow, adopted last.
-  std::vector<Adoptee> got;
+  std::deque<Adoptee> got;  // no moves as it grows: an Adoptee is large
   std::unordered_map<std::string, std::size_t> index;
   UniqueFd carry;
   for (;;) {
@@ -92,6 +92,7 @@ Result<std::unique_ptr<HolderLink>> HolderLink::connect(loop::Loop& loop, sessio
     else UEXEC_LOG(kWarn, "an upgrade's carried output is lost: {}", c.error().message());
   }
   // The counters are read last: until the daemon before stopped, they moved.
+  adoptees->reserve(adoptees->size() + got.size() + carried.size());
   std::vector<bool> used(self->slots_, false);
   for (Adoptee& a : got) {
     if (a.handover.pid <= 0) continue;

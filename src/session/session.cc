@@ -159,7 +159,7 @@ Result<void> Session::adopt(Handover h) {
     screen_cursor_ = ring_.total();
     screen_seq_ = h.carried->screen_seq;
     screen_exact_ = h.carried->screen_exact;
-  } else if (tty_ && !exit) {
+  } else if (tty_ && !exit && !restored) {
     // The model died with the daemon: a full-screen program redraws on SIGWINCH, and the
     // model is rebuilt from that (a shell at its prompt just redisplays its line).
     if (pid_t fg = ::tcgetpgrp(process_->master_fd()); fg > 0) ::kill(-fg, SIGWINCH);
