@@ -115,6 +115,7 @@ class Holder {
         continue;
       }
       stopping_ = true;
+      if (next_ > 0) ::kill(next_, SIGTERM);  // an upgrade under way is called off
       if (daemon_ > 0) {
         ::kill(daemon_, sig);  // the daemon ends its sessions; its exit ends us
       } else {
