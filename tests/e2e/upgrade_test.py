@@ -6,7 +6,7 @@ The test serves from a copy of uexec, starts UEXEC_UPGRADE_SESSIONS (default 200
   - streams on pipes, each printing numbered lines in bursts (its expected bytes and their
     sha256 are known), waiting half-way until the upgrade begins, then exiting with its own
     code; started over the protocol by a session kept forever;
-  - vim in a terminal, a line under its cursor;
+  - an interactive bash with vim open in it, a line under vim's cursor;
   - an interactive bash on a terminal that records any SIGHUP or SIGTERM;
   - `cat` on pipes with input written just before the upgrade;
   - a server listening on a TCP port (python3 -m http.server);
@@ -107,9 +107,12 @@ vim_file = os.path.join(tmp, "vim.txt")
 with open(vim_file, "w") as f:
     f.write("".join(f"vim line {i} of the file\n" for i in range(1, 60)))
 if vim:
+    # An interactive bash with vim open in it (the process "vim" is the bash).
     r = p.call("process/start", {"processId": "vim", "tty": True, "rows": 24, "cols": 80, "subscribe": False,
-                                 "argv": [vim, "-u", "NONE", "-N", "-n", "+12", vim_file]})
-    check("vim starts", "result" in r, json.dumps(r)[:300])
+                                 "argv": ["bash", "--norc", "-i"]})
+    check("an interactive bash starts", "result" in r, json.dumps(r)[:300])
+    cmd = f"trap 'echo HUP-vim-bash >> {marks}' HUP; {vim} -u NONE -N -n +12 {vim_file}\r"
+    p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(cmd.encode()).decode()})
 else:
     print("note: no vim here; its screen is not checked")
 tty_id = run("start", "--tty", "--", "bash", "--norc", "-i").stdout.decode().strip()
@@ -136,6 +139,8 @@ done_id = run("start", "--", "sh", "-c", "echo finished-before; exit 17").stdout
 run("send", tty_id, "echo before-$((6*7))")
 run("send", cat_id, "cat-before")
 if vim:
+    check("vim opens in the bash", bool(wait_for(lambda: any("vim line 20" in x for x in p.call(
+        "process/snapshot", {"processId": "vim"}).get("result", {}).get("lines", [])), 15)))
     p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b"ggjjjjAinserted before the upgrade\x1b").decode()})
 
 after = {f"s{k}": 0 for k in range(STREAMS)}
@@ -241,9 +246,12 @@ if vim:
                         p.call("process/snapshot", {"processId": "vim"}).get("result", {}).get("lines", [])), 10)),
               pane())
     p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b"Gx:wq\r").decode()})
+    wait_for(lambda: not any("inserted before" in x for x in
+                             p.call("process/snapshot", {"processId": "vim"}).get("result", {}).get("lines", [])), 10)
+    p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b"exit 5\r").decode()})
     if tmux:
-        check("the attach reports vim's end", bool(wait_for(lambda: "[process exited with code 0]" in pane(), 10)),
-              pane())
+        check("the attach reports the end of the bash vim ran in (exit 5)",
+              bool(wait_for(lambda: "[process exited with code 5]" in pane(), 10)), pane())
         subprocess.run(tmux_args + ["kill-server"], capture_output=True)
 deadline = time.time() + 90
 while len(ended) < STREAMS and time.time() < deadline:
