@@ -90,8 +90,10 @@ class Holder {
       }
       int n = ::poll(p, 3, timeout);
       if (n < 0 && errno != EINTR) break;
-      if (n > 0 && p[0].revents) on_signal();
+      // The link before the signals: a daemon that hands over for an upgrade sends "carried"
+      // and exits at once, and its last words must be read before its exit is taken for a stop.
       if (n > 0 && p[1].revents && link_) on_link();
+      if (n > 0 && p[0].revents) on_signal();
       if (n > 0 && p[2].revents && next_link_) on_next_link();
       if (restart_at_ && Clock::now() >= *restart_at_ && !done_) {
         restart_at_.reset();
@@ -132,6 +134,7 @@ class Holder {
       siginfo_t si{};
       if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG) < 0 || si.si_pid == 0) return;
       pty::ExitStatus st = pty::exit_status_of(si);
+      if (si.si_pid == daemon_ && link_) on_link();  // what it sent before it went (see run())
       if (si.si_pid == daemon_) {
         daemon_ended(st);
         continue;

@@ -267,8 +267,8 @@ elif vim:
                         p.call("process/snapshot", {"processId": "vim"}).get("result", {}).get("lines", [])), 10)),
               pane())
     p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b"Gx:wq\r").decode()})
-    wait_for(lambda: not any("inserted before" in x for x in
-                             p.call("process/snapshot", {"processId": "vim"}).get("result", {}).get("lines", [])), 10)
+    # vim has left its alternate screen: the bash reads the next line.
+    wait_for(lambda: p.call("process/snapshot", {"processId": "vim"}).get("result", {}).get("altScreen") is False, 10)
     p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b"exit 5\r").decode()})
     if tmux:
         check("the attach reports the end of the bash vim ran in (exit 5)",
