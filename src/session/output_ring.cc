@@ -92,6 +92,7 @@ bool OutputRing::restore(const RingImage& im) {
   for (const auto& c : im.chunks) {
     const Offset end = c.offset + c.size;
     if (c.size == 0 || end < c.offset || end > im.total) return false;
+    if (c.stream != Stream::kPty && c.stream != Stream::kStdout && c.stream != Stream::kStderr) return false;
     sizes += c.size;
     const bool jump = c.offset != at;
     if (c.offset < head_end ? (jump || end > head_end) : (c.offset < im.tail_start || (jump && (at != head_end ||
@@ -101,6 +102,13 @@ bool OutputRing::restore(const RingImage& im) {
   }
   if (at != im.total && !(at == head_end && im.tail_start == im.total)) return false;
   if (sizes != im.bytes.size()) return false;
+  // Evicted starts: oldest first, inside what was evicted, at most as many as a ring keeps.
+  if (im.evicted_starts.size() > kMaxIndexEntries) return false;
+  for (std::size_t i = 0; i < im.evicted_starts.size(); ++i) {
+    const auto& [seq, offset] = im.evicted_starts[i];
+    if (offset > im.tail_start) return false;
+    if (i > 0 && (seq <= im.evicted_starts[i - 1].first || offset < im.evicted_starts[i - 1].second)) return false;
+  }
   head_ = im.head_budget;
   tail_ = im.tail_budget;
   const auto* bytes = reinterpret_cast<const std::byte*>(im.bytes.data());
