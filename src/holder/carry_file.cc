@@ -100,6 +100,8 @@ void write_one(Writer& w, const std::string& key, const CarriedSession& cs) {
   w.num<std::int32_t>(st.code);
   w.num<std::int32_t>(st.signal);
   w.num<std::uint8_t>(st.core_dumped);
+  w.num<std::uint16_t>(c.size.rows);
+  w.num<std::uint16_t>(c.size.cols);
   const RingImage& r = c.ring;
   w.num(r.head_budget);
   w.num(r.tail_budget);
@@ -140,6 +142,8 @@ CarriedSession read_one(Reader& r) {
   st.signal = r.num<std::int32_t>();
   st.core_dumped = r.num<std::uint8_t>() != 0;
   if (has_exit) c.exit = st;
+  c.size.rows = r.num<std::uint16_t>();
+  c.size.cols = r.num<std::uint16_t>();
   RingImage& im = c.ring;
   im.head_budget = r.num<std::uint64_t>();
   im.tail_budget = r.num<std::uint64_t>();

@@ -30,6 +30,7 @@ struct Carried {
   std::string pending_input;  // input queued for the child and not yet written
   std::optional<pty::ExitStatus> exit;  // reaped by the daemon (a finished session: always)
   std::uint64_t next_seq = 1;           // the seq its next event would have had
+  base::PtySize size{};                 // a terminal's size now (the facts have the one it started with)
 };
 
 struct Handover {

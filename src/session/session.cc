@@ -129,7 +129,7 @@ Result<void> Session::adopt(Handover h) {
                                    std::max(WallClock::duration::zero(), WallClock::now() - started_wall));
   pid_ = h.pid;
   tty_ = h.tty;
-  size_ = h.size;
+  size_ = restored && h.carried->size.rows > 0 && h.carried->size.cols > 0 ? h.carried->size : h.size;
   argv_ = std::move(h.argv);
   cwd_ = std::move(h.cwd);
   name_ = std::move(h.name);
@@ -435,6 +435,7 @@ Carried Session::carry() {
   }
   c.exit = exit_;
   c.next_seq = next_seq_;
+  c.size = size_;
   c.ring = ring_.image();
   if (screen_) {
     feed_screen();

@@ -267,8 +267,12 @@ elif vim:
                         p.call("process/snapshot", {"processId": "vim"}).get("result", {}).get("lines", [])), 10)),
               pane())
     p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b"Gx:wq\r").decode()})
-    # vim has left its alternate screen: the bash reads the next line.
-    wait_for(lambda: p.call("process/snapshot", {"processId": "vim"}).get("result", {}).get("altScreen") is False, 10)
+    # vim has left and the bash prompts again (vim discards typeahead as it resets the terminal).
+    def prompting():
+        snap = p.call("process/snapshot", {"processId": "vim"}).get("result", {})
+        shown = [x for x in snap.get("lines", []) if x.strip()]
+        return snap.get("altScreen") is False and shown and shown[-1].rstrip()[-1:] in ("#", "$")
+    wait_for(prompting, 15)
     p.call("process/write", {"processId": "vim", "chunk": base64.b64encode(b"exit 5\r").decode()})
     if tmux:
         check("the attach reports the end of the bash vim ran in (exit 5)",

@@ -26,6 +26,7 @@ session::Carried sample(uint64_t seq0) {
   c.screen_exact = false;
   c.pending_input = std::string("typed\0ahead", 11);
   c.next_seq = seq;
+  c.size = base::PtySize{33, 101};
   return c;
 }
 }  // namespace
@@ -48,6 +49,7 @@ TEST_CASE("carried sessions round-trip: rings, screens, input, and a finished on
   CHECK(l.state.pending_input == live.state.pending_input);
   CHECK_FALSE(l.state.exit);
   CHECK(l.state.next_seq == live.state.next_seq);
+  CHECK(l.state.size == base::PtySize{33, 101});
   session::OutputRing a(1), b(1);
   REQUIRE(a.restore(live.state.ring));
   REQUIRE(b.restore(l.state.ring));
