@@ -385,7 +385,8 @@ int cmd_serve(const std::vector<std::string>& args) {
     }
     if (web) wo.web_root = web_root.empty() ? web::default_web_root() : web_root;
     auto port = host->listen_ws(wo);
-    // After an upgrade the daemon before may still be closing its listener: a moment's retries.
+    // An upgrade passes the listener on (Host::listen_ws). A holder that predates that drops it,
+    // and the daemon before may still be closing its own: then a moment's retries.
     for (int tries = 0; !port && held && port.error().code == base::Errc::kLimit && tries < 100; ++tries) {
       ::usleep(20000);
       port = host->listen_ws(wo);

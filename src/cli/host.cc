@@ -121,7 +121,7 @@ base::Result<std::size_t> Host::take_holder(base::UniqueFd link, std::function<v
 
 base::Result<void> Host::listen_unix(const std::string& path) {
   unix_ = std::make_unique<rpc::UnixServer>(loop_, *server_);
-  if (base::UniqueFd inherited = holder_ ? holder_->take_listener() : base::UniqueFd(); inherited) {
+  if (base::UniqueFd inherited = holder_ ? holder_->take_listener("unix") : base::UniqueFd(); inherited) {
     if (auto r = unix_->listen_inherited(std::move(inherited), path); r) return r;
     else UEXEC_LOG(kWarn, "{}; listening anew", r.error().message());
     unix_ = std::make_unique<rpc::UnixServer>(loop_, *server_);
@@ -132,7 +132,7 @@ base::Result<void> Host::listen_unix(const std::string& path) {
 #if UEXEC_HAVE_LWS
 base::Result<int> Host::listen_ws(const web::WsOptions& options) {
   ws_ = std::make_unique<web::WsServer>(loop_, *server_, options);
-  if (auto r = ws_->start(); !r) return r.error();
+  if (auto r = ws_->start(holder_ ? holder_->take_listener("ws") : base::UniqueFd()); !r) return r.error();
   return ws_->port();
 }
 #endif
@@ -217,7 +217,11 @@ void Host::upgrade() {
     if (const auto* p = s->process(); p && !s->finished() && p->stdin_pipe_fd() >= 0)
       stdin_pipes.emplace_back(s->id(), p->stdin_pipe_fd());
   }
-  if (auto r = holder_->hand_over(carried, stdin_pipes, unix_ ? unix_->listener_fd() : -1); !r) {
+  std::vector<std::pair<std::string, int>> listeners{{"unix", unix_ ? unix_->listener_fd() : -1}};
+#if UEXEC_HAVE_LWS
+  listeners.emplace_back("ws", ws_ ? ws_->listener_fd() : -1);
+#endif
+  if (auto r = holder_->hand_over(carried, stdin_pipes, listeners); !r) {
     UEXEC_LOG(kError, "upgrade: the hand-over to the holder failed ({}); this daemon goes on", r.error().message());
     for (session::Session* s : frozen) s->cancel_carry();
     return;

@@ -14,7 +14,7 @@
 // Teardown: the signal watchers, the front doors, the server, the service, the manager, the
 // loop: each goes before what it uses.
 // Upgrade (under a holder, when it asks): every held session stops being read and hands over
-// what it holds (Session::carry), the Unix listener goes with them, the journal writes what it
+// what it holds (Session::carry), the Unix and WebSocket listeners go with them, the journal writes what it
 // queued, and the process leaves at once with _exit: nothing is ended or unlinked, since it all
 // belongs to the next daemon now. If the hand-over fails, the sessions are read again and this
 // daemon goes on. Loop thread only.
@@ -87,7 +87,8 @@ class Host {
   // when take_holder found one).
   [[nodiscard]] base::Result<void> listen_unix(const std::string& path);
 #if UEXEC_HAVE_LWS
-  // A WebSocket listener on the server; returns the port it listens on.
+  // A WebSocket listener on the server (on the socket an upgraded daemon left, when it listens
+  // where `options` say); returns the port it listens on.
   [[nodiscard]] base::Result<int> listen_ws(const web::WsOptions& options);
 #endif
   // Under a holder (holder/holder.h): reads what it hands over on `link`, takes over the

@@ -196,7 +196,7 @@ class Holder {
         // The daemon handed over for an upgrade and is leaving: the next one starts now, from
         // the binary on disk, with what it carried (it may still be exiting meanwhile).
         carry_ = m->take("carry");
-        listener_ = m->take("unix");
+        for (const char* name : kListeners) listeners_[name] = m->take(name);
         say(fmt::format("upgrade: the daemon (pid {}) handed over {} sessions to pid {}", daemon_, held_.size(),
                         next_));
         retiring_ = daemon_;
@@ -342,7 +342,7 @@ class Holder {
 
   // The rest: what changed since send_held (sessions held or let go since, a pipe's stdin and
   // an end that came meanwhile), then adopted with what an upgrade carried (the carry file, the
-  // Unix listener). Those go to this daemon only: if it dies before taking over, the next one
+  // listening sockets). Those go to this daemon only: if it dies before taking over, the next one
   // takes over as after a crash.
   void finish_hand_over(int link, const std::set<std::string>& sent) {
     bool ok = true;
@@ -363,10 +363,11 @@ class Holder {
     std::vector<int> fds;
     json names = json::array();
     if (carry_) fds.push_back(carry_.get()), names.push_back("carry");
-    if (listener_) fds.push_back(listener_.get()), names.push_back("unix");
+    for (auto& [name, fd] : listeners_)
+      if (fd) fds.push_back(fd.get()), names.push_back(name);
     if (ok) (void)send(link, {{"op", "adopted"}, {"fds", names}}, fds);
     carry_.reset();
-    listener_.reset();
+    listeners_.clear();
     for (auto& [key, h] : held_) h.stdin_pipe.reset();
   }
 
@@ -424,7 +425,8 @@ class Holder {
   UniqueFd next_link_;
   std::set<std::string> early_;  // the sessions it was sent before the running daemon handed over
   bool upgrade_asked_ = false;
-  UniqueFd carry_, listener_;  // an upgrade's, for the next daemon
+  UniqueFd carry_;  // an upgrade's, for the next daemon, with its listening sockets by name
+  std::map<std::string, UniqueFd> listeners_;
   std::map<std::string, Held> held_;
   Clock::time_point started_{};
   std::optional<Clock::time_point> restart_at_;

@@ -63,7 +63,7 @@ Result<std::unique_ptr<HolderLink>> HolderLink::connect(loop::Loop& loop, sessio
     Adoptee* known = it == index.end() ? nullptr : &got[it->second];
     if (op == "adopted") {
       carry = m->take("carry");
-      self->listener_ = m->take("unix");
+      for (const char* name : kListeners) self->listeners_[name] = m->take(name);
       break;
     } else if (op == "release" && known) {
       known->handover.pid = -1;  // let go meanwhile: dropped below
@@ -245,10 +245,16 @@ void HolderLink::expect(const std::string& key, std::size_t slot) {
   if (slot < slots_) expected_[key] = slot;
 }
 
+UniqueFd HolderLink::take_listener(const std::string& name) {
+  auto it = listeners_.find(name);
+  return it == listeners_.end() ? UniqueFd() : std::move(it->second);
+}
+
 void HolderLink::release(const std::string& key) { send({{"op", "release"}, {"key", key}}); }
 
 Result<void> HolderLink::hand_over(const std::vector<std::pair<std::string, CarriedSession>>& carried,
-                                   const std::vector<std::pair<std::string, int>>& stdin_pipes, int unix_listener) {
+                                   const std::vector<std::pair<std::string, int>>& stdin_pipes,
+                                   const std::vector<std::pair<std::string, int>>& listeners) {
   if (!fd_) return Error{base::Errc::kClosed, 0, "no holder"};
   if (holder_wire_ < 2) return Error::invalid("the holder predates upgrades (restart the service to get a new one)");
   const int fd = fd_.get();
@@ -268,7 +274,8 @@ Result<void> HolderLink::hand_over(const std::vector<std::pair<std::string, Carr
     if (!file) return std::move(file).error();
     std::vector<int> fds{file->get()};
     json names = {"carry"};
-    if (unix_listener >= 0) fds.push_back(unix_listener), names.push_back("unix");
+    for (const auto& [name, listener] : listeners)
+      if (listener >= 0) fds.push_back(listener), names.push_back(name);
     return holder::send(fd, {{"op", "carried"}, {"fds", names}}, fds);
   };
   auto r = send_all();

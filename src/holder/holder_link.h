@@ -12,7 +12,7 @@
 // on_holder_lost runs (the daemon takes its lock itself).
 // An upgrade (holder_wire.h's upgrade, from SIGUSR2 to the holder) runs on_upgrade; the host
 // then gives hand_over() what every session carries, and leaves. The next daemon's connect()
-// finds it with its adoptees (Handover::carried) and the Unix listener to serve on.
+// finds it with its adoptees (Handover::carried) and the listening sockets to serve on.
 // Sends never block once start()ed: a send that fails (a full link, the holder gone) is logged
 // once, and that session goes on unheld; hand_over() alone blocks. Loop thread only.
 #pragma once
@@ -64,18 +64,20 @@ class HolderLink final : public session::SessionRecorder {
   void expect(const std::string& key, std::size_t slot);
   // An adoptee the daemon could not take over: the holder lets go of it.
   void release(const std::string& key);
-  // The Unix socket's listener an upgraded daemon left (invalid otherwise), taken.
-  base::UniqueFd take_listener() { return std::move(listener_); }
+  // The listening socket `name` ("unix", "ws": holder_wire.h's kListeners) an upgraded daemon
+  // left (invalid otherwise), taken.
+  base::UniqueFd take_listener(const std::string& name);
   // Whether the holder keeps `key`'s fds (only those are handed over running).
   bool holds(const std::string& key) const { return slot_of_.count(key) != 0; }
   // A session's facts as the holder keeps them, with what the front door says of it (owner_of).
   std::string facts_text(session::Session& s) const { return facts_of(s).dump(); }
-  // For an upgrade: sends everything queued, the pipes' stdin of `stdin_pipes`, then the carry file of `carried` and the Unix listener `unix_listener`
-  // (-1: none) with "carried". Blocking. After success this process must leave without ending
+  // For an upgrade: sends everything queued, the pipes' stdin of `stdin_pipes`, then the carry
+  // file of `carried` and the listening sockets `listeners` (by kListeners name; -1: none) with
+  // "carried". Blocking. After success this process must leave without ending
   // any session (the next daemon is starting).
   [[nodiscard]] base::Result<void> hand_over(const std::vector<std::pair<std::string, CarriedSession>>& carried,
                                              const std::vector<std::pair<std::string, int>>& stdin_pipes,
-                                             int unix_listener);
+                                             const std::vector<std::pair<std::string, int>>& listeners);
   // Watches the link on the loop (exits, the holder's end).
   [[nodiscard]] base::Result<void> start();
 
@@ -112,7 +114,7 @@ class HolderLink final : public session::SessionRecorder {
   loop::UvHandle<uv_poll_t> poll_;
   pid_t holder_pid_ = 0;
   int holder_wire_ = 1;
-  base::UniqueFd listener_;
+  std::unordered_map<std::string, base::UniqueFd> listeners_;
   session::SeqMirror* table_ = nullptr;
   std::size_t slots_ = 0;
   std::vector<std::size_t> free_;                         // free slots, the lowest last

@@ -9,18 +9,20 @@
 //                      meta {key, meta}                    its facts changed (a name)
 //                      release {key}                       it finished: let go
 //                      stdin {key, fds:[stdin]}            upgrade: a pipe's stdin, for the next daemon
-//                      carried {fds:[carry, unix?]}        upgrade: everything is handed over, leaving
+//                      carried {fds:[carry, unix?, ws?]}   upgrade: everything is handed over, leaving
 //                      standby {}                          a daemon started for an upgrade is ready
 //   holder -> daemon   hello {wire, slots, holder, fds:[table]}   first; the counters' table
 //                      adopt {key, pid, slot, meta, exit?, fds}   a session to take over
 //                      release {key} | stdin {key, fds:[stdin]} | exit {key, exit}
 //                                                          an upgrade's news of an adopt sent early
-//                      adopted {fds:[carry?, unix?]}       no more to take over; an upgrade's extras
+//                      adopted {fds:[carry?, unix?, ws?]}  no more to take over; an upgrade's extras
 //                      exited {pid, exit}                  a taken-over session's leader ended
 //                      upgrade {}                          hand over and leave (SIGUSR2)
 // Both sides ignore ops they do not know and read missing fields as their defaults, so a
 // daemon and a holder of different versions degrade (no upgrade, fewer facts), never crash;
 // `wire` says which messages the holder knows (kWireVersion; absent: 1, before upgrades).
+// "unix" and "ws" are the listening sockets an upgrade passes on (a holder of wire 2 that
+// predates "ws" drops it, and the next daemon binds its port again).
 #pragma once
 
 #include <cstddef>
@@ -37,6 +39,8 @@ namespace uexec::holder {
 
 inline constexpr int kWireVersion = 2;
 inline constexpr std::size_t kMaxFds = 8;
+// The listening sockets an upgrade hands over, by their names in "carried" and "adopted".
+inline constexpr const char* kListeners[] = {"unix", "ws"};
 inline constexpr std::size_t kInlineBytes = 64 * 1024;
 
 struct Message {

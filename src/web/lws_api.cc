@@ -35,6 +35,7 @@ base::Result<const LwsApi*> load() {
   std::string missing;
 #define UEXEC_LWS_RESOLVE(field) resolve(lib, "lws_" #field, api.field, missing)
   UEXEC_LWS_RESOLVE(add_http_common_headers);
+  UEXEC_LWS_RESOLVE(adopt_socket_vhost);
   UEXEC_LWS_RESOLVE(add_http_header_by_token);
   UEXEC_LWS_RESOLVE(callback_http_dummy);
   UEXEC_LWS_RESOLVE(callback_on_writable);
@@ -45,7 +46,6 @@ base::Result<const LwsApi*> load() {
   UEXEC_LWS_RESOLVE(frame_is_binary);
   UEXEC_LWS_RESOLVE(get_context);
   UEXEC_LWS_RESOLVE(get_vhost_by_name);
-  UEXEC_LWS_RESOLVE(get_vhost_listen_port);
   UEXEC_LWS_RESOLVE(hdr_copy);
   UEXEC_LWS_RESOLVE(hdr_total_length);
   UEXEC_LWS_RESOLVE(http_transaction_completed);

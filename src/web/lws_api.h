@@ -15,6 +15,7 @@ namespace uexec::web {
 // The functions of libwebsockets the listener calls, by their names without the `lws_` prefix.
 struct LwsApi {
   decltype(&::lws_add_http_common_headers) add_http_common_headers;
+  decltype(&::lws_adopt_socket_vhost) adopt_socket_vhost;
   decltype(&::lws_add_http_header_by_token) add_http_header_by_token;
   decltype(&::lws_callback_http_dummy) callback_http_dummy;
   decltype(&::lws_callback_on_writable) callback_on_writable;
@@ -25,7 +26,6 @@ struct LwsApi {
   decltype(&::lws_frame_is_binary) frame_is_binary;
   decltype(&::lws_get_context) get_context;
   decltype(&::lws_get_vhost_by_name) get_vhost_by_name;
-  decltype(&::lws_get_vhost_listen_port) get_vhost_listen_port;
   decltype(&::lws_hdr_copy) hdr_copy;
   decltype(&::lws_hdr_total_length) hdr_total_length;
   decltype(&::lws_http_transaction_completed) http_transaction_completed;

@@ -401,38 +401,6 @@ bool origin_allowed(std::string_view origin, int port, const std::vector<std::st
 
 namespace {
 
-Error cannot_listen(const std::string& host, int port, const std::string& why) {
-  return Error{base::Errc::kLimit, 0,
-               "cannot listen on " + host + ":" + std::to_string(port) + ": " + why + "; pick another with --ws"};
-}
-
-// Binds a throw-away socket to host:port as lws will (SO_REUSEADDR), so that a port another
-// process listens on, a privileged port or an address this machine does not have is refused
-// here with its reason: lws only logs a failed bind and carries on without a listener.
-Result<void> check_port_free(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV;
-  addrinfo* res = nullptr;
-  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0 || !res)
-    return {};  // not a numeric address: an interface name, which lws resolves itself
-  base::UniqueFd fd(::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  int err = 0;
-  if (fd) {
-    int one = 1;
-    ::setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(fd.get(), res->ai_addr, res->ai_addrlen) != 0) err = errno;
-  }
-  ::freeaddrinfo(res);
-  switch (err) {
-    case 0: return {};
-    case EADDRINUSE: return cannot_listen(host, port, "the port is in use");
-    case EADDRNOTAVAIL: return cannot_listen(host, port, "the address is not one of this machine's");
-    case EACCES: return cannot_listen(host, port, "permission denied (a port below 1024 needs privileges)");
-    default: return cannot_listen(host, port, std::strerror(err));
-  }
-}
-
 }  // namespace
 
 WsServer::WsServer(loop::Loop& loop, rpc::ExecServer& server, WsOptions options)
@@ -449,7 +417,7 @@ WsServer::~WsServer() {
   loop_.settle();
 }
 
-Result<void> WsServer::start() {
+Result<void> WsServer::start(base::UniqueFd inherited) {
   auto api = lws_api();
   if (!api) return std::move(api).error();
   g_lws = *api;
@@ -459,14 +427,24 @@ Result<void> WsServer::start() {
     g_lws->set_log_level(lv ? std::atoi(lv) : LLL_ERR, nullptr);
     log_set = true;
   }
+  if (opts_.host == "localhost") opts_.host = "127.0.0.1";
+  // The listening socket is ours (tcp_listener.h): an upgraded daemon's when it listens where
+  // this one would, else a new one. A failed bind is refused here, before lws is involved.
+  if (inherited) {
+    auto l = TcpListener::inherit(loop_, std::move(inherited), opts_.host, opts_.port);
+    if (l) listener_ = std::move(*l);
+    else UEXEC_LOG(kWarn, "{}; listening anew", l.error().message());
+  }
+  if (!listener_) {
+    auto l = TcpListener::bind(loop_, opts_.host, opts_.port);
+    if (!l) return std::move(l).error();
+    listener_ = std::move(*l);
+  }
+  port_ = listener_->port();
   lws_context_creation_info info;
   std::memset(&info, 0, sizeof info);
   void* loops[] = {loop_.get()};
-  info.port = opts_.port == 0 ? CONTEXT_PORT_NO_LISTEN_SERVER : opts_.port;
-  // lws binds an interface name or an address, never a host name ("localhost" would be taken
-  // for an interface that does not exist). lws keeps the pointer: opts_ outlives the context.
-  if (opts_.host == "localhost") opts_.host = "127.0.0.1";
-  info.iface = opts_.host.c_str();
+  info.port = CONTEXT_PORT_NO_LISTEN_SERVER;  // its "default" vhost serves what we accept
   info.protocols = kProtocols;
   // Security headers are ours (see the page files): lws's defaults forbid the inline styles
   // xterm.js needs.
@@ -474,31 +452,22 @@ Result<void> WsServer::start() {
   info.foreign_loops = loops;
   info.user = this;
   info.pt_serv_buf_size = 32 * 1024;
-  if (opts_.port == 0) {
-    // Pick a free port ourselves: lws reports the bound port only through the vhost.
-    info.port = 0;
-  }
-  if (opts_.port != 0) {
-    if (auto r = check_port_free(opts_.host, opts_.port); !r) return r;
-  }
   ctx_ = g_lws->create_context(&info);
-  if (!ctx_) return Error::invalid("could not start the WebSocket server on " + opts_.host + ":" + std::to_string(opts_.port));
-  // lws creates the context even when the bind fails (it only logs "Failed to create default
-  // vhost"): no vhost, or no listening port, is a failure here.
+  if (!ctx_) return Error::invalid("could not start the WebSocket server on " + opts_.host + ":" + std::to_string(port_));
   struct lws_vhost* vh = g_lws->get_vhost_by_name(ctx_, "default");
-  port_ = vh ? g_lws->get_vhost_listen_port(vh) : -1;
-  if (port_ <= 0) {
-    // Only a port taken since check_port_free (or an interface name lws could not bind) gets
-    // here. Tearing such a context down crashes inside libuv (lws has let go of its event
-    // library by then) and every caller exits on this error, so the context is left to the
-    // process's exit on purpose.
-    ctx_ = nullptr;
-    return cannot_listen(opts_.host, opts_.port, "the port is in use, or the address cannot be bound");
-  }
-  return {};
+  if (!vh) return Error::invalid("the WebSocket server on " + opts_.host + ":" + std::to_string(port_) + " has no vhost");
+  return listener_->start([vh](base::UniqueFd conn) {
+    // lws serves it as if it had accepted it: HTTP first, a WebSocket on upgrade. On failure
+    // it has closed the fd itself.
+    if (!g_lws->adopt_socket_vhost(vh, conn.release()))
+      UEXEC_LOG(kWarn, "WebSocket listener: libwebsockets refused a connection");
+  });
 }
 
+int WsServer::listener_fd() const noexcept { return listener_ ? listener_->fd() : -1; }
+
 void WsServer::stop() {
+  listener_.reset();  // no more connections
   if (!ctx_ || stopping_) return;
   // Starts the teardown: connections close, listeners stop. The context is freed by the
   // destructor, which must run outside any loop callback (uv_run does not nest).

@@ -20,6 +20,8 @@
 // through Peer::queued, so its watermarks apply here too: above the high one the peer's
 // messages are not read (lws_rx_flow_control), and a peer stalled there is closed.
 //
+// The listening socket is uexec's own (tcp_listener.h), each connection handed to lws as it is
+// accepted, so that an upgrade passes the socket to the next daemon (listener_fd).
 // Lifecycle: start() creates the lws context on the loop; stop() starts lws's staged
 // teardown (safe inside a callback); the destructor turns the loop and completes it, so it
 // must run outside any loop callback, before the Loop's leak check. Loop thread only.
@@ -31,9 +33,11 @@
 #include <vector>
 
 #include "base/result.h"
+#include "base/unique_fd.h"
 #include "loop/loop.h"
 #include "rpc/exec_server.h"
 #include "web/listener_auth.h"  // is_loopback_host
+#include "web/tcp_listener.h"
 
 struct lws_context;
 
@@ -63,8 +67,12 @@ class WsServer {
   WsServer(const WsServer&) = delete;
   WsServer& operator=(const WsServer&) = delete;
 
-  [[nodiscard]] base::Result<void> start();
+  // Listens (on `inherited`, an upgraded daemon's listener, when it is on host:port; else on a
+  // socket of its own) and serves on the loop.
+  [[nodiscard]] base::Result<void> start(base::UniqueFd inherited = {});
   void stop();
+  // The listening socket, borrowed (-1 before start or after stop): an upgrade passes it on.
+  int listener_fd() const noexcept;
   int port() const noexcept { return port_; }
   std::size_t connections() const noexcept { return connections_; }
 
@@ -78,6 +86,7 @@ class WsServer {
   loop::Loop& loop_;
   rpc::ExecServer& server_;
   WsOptions opts_;
+  std::unique_ptr<TcpListener> listener_;
   lws_context* ctx_ = nullptr;
   bool stopping_ = false;
   int port_ = 0;

@@ -26,6 +26,8 @@ renamed over the old), runs `uexec serve --upgrade` in the middle of the streams
   - the finished process is still listed, with its output and exit code;
   - input reaches the terminal, the sandboxes and the agents, with their true exit codes;
   - the port answers; no process received SIGHUP, SIGTERM or SIGPIPE;
+  - the daemon's own WebSocket listener, probed with `GET /readyz` every few ms throughout,
+    refuses no connection and is the same socket afterwards (handed over, not bound again);
 then `uexec stop` leaves nothing running.
 
 With --crash, the same set-up meets a crash instead: kill -9 of the daemon mid-stream, its
@@ -33,7 +35,8 @@ holder starting the new binary by itself. The checks are the same but for what a
 by design, which must then be explicit: a stream may miss bytes, but only where the daemon
 reported an omission (the others still match their sha256), and never a line twice or out of
 order; vim's window comes back by its redraw (SIGWINCH), not exact; a pipe's stdin and a
-finished process are not kept (cat reads EOF).
+finished process are not kept (cat reads EOF); the WebSocket listener dies with the daemon and
+the new one binds the port again (it must answer afterwards).
 
     python3 tests/e2e/upgrade_test.py build/src/uexec [--crash]
 """
@@ -48,7 +51,9 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "helpers"))
@@ -71,7 +76,11 @@ marks = os.path.join(tmp, "signals")
 env = {**os.environ, "UEXEC_SOCKET": sock, "UEXEC_AUTOSTART": "0"}
 env.pop("UEXEC_HOLDER", None)
 log = open(os.path.join(tmp, "serve.log"), "ab")
-serve = subprocess.Popen([uexec, "serve", "--socket", sock, "--no-ws"], env=env, stderr=log)
+with socket.socket() as probe_sock:  # a free port for the WebSocket listener
+    probe_sock.bind(("127.0.0.1", 0))
+    WS_PORT = probe_sock.getsockname()[1]
+serve = subprocess.Popen([uexec, "serve", "--socket", sock, "--ws", f"127.0.0.1:{WS_PORT}", "--no-web"],
+                         env=env, stderr=log)
 holder = serve.pid
 TOTAL = int(os.environ.get("UEXEC_UPGRADE_SESSIONS", "200"))
 OTHERS = 10  # vim, bash, cat, the server, two sandboxes, two agents, one finished, one spare
@@ -220,6 +229,44 @@ new_ino = os.stat(uexec).st_ino
 in_stream = time.time() - started_streams
 open(go, "w").close()
 time.sleep(1.2)  # every stream sees it (it looks once a second) and streams again
+
+
+def listener_inode(port):
+    """The inode of the socket listening on 127.0.0.1:port (/proc/net/tcp), or None."""
+    for line in open("/proc/net/tcp").read().splitlines()[1:]:
+        f = line.split()
+        if f[1] == f"0100007F:{port:04X}" and f[3] == "0A":
+            return int(f[9])
+    return None
+
+
+# The WebSocket listener, probed all through the event: `GET /readyz` every few ms on a new
+# connection. An upgrade passes the listening socket on, so no attempt may be refused.
+ws_inode_before = listener_inode(WS_PORT)
+probes = {"ok": 0, "refused": 0, "other": [], "stop": False}
+
+
+def probe_ws():
+    while not probes["stop"]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{WS_PORT}/readyz", timeout=30) as r:
+                if r.status == 200:
+                    probes["ok"] += 1
+                else:
+                    probes["other"].append(r.status)
+        except urllib.error.URLError as e:
+            if isinstance(e.reason, ConnectionRefusedError):
+                probes["refused"] += 1
+            else:
+                probes["other"].append(str(e.reason))
+        except Exception as e:  # a reset: a connection the old daemon had accepted as it left
+            probes["other"].append(repr(e))
+        time.sleep(0.005)
+
+
+prober = threading.Thread(target=probe_ws, daemon=True)
+prober.start()
+time.sleep(0.1)
 t0 = time.time()
 if CRASH:
     os.kill(first, signal.SIGKILL)
@@ -231,6 +278,19 @@ else:
     took = time.time() - t0
     check("uexec serve --upgrade succeeds", up.returncode == 0, up.stderr.decode())
     print(f"note: {up.stderr.decode().strip()} (the streams {in_stream:.1f} s in; the command took {took:.2f} s)")
+time.sleep(0.3)
+probes["stop"] = True
+prober.join(35)
+ws_inode_after = listener_inode(WS_PORT)
+if CRASH:
+    check("the WebSocket port answers again after the crash", probes["ok"] > 0 and ws_inode_after is not None,
+          f"{probes['ok']} answered")
+else:
+    check("the WebSocket listener is the same socket after the upgrade (handed over)",
+          ws_inode_before is not None and ws_inode_after == ws_inode_before, f"{ws_inode_before} -> {ws_inode_after}")
+    check("no connection to the WebSocket port was refused during the upgrade, and each was answered",
+          probes["refused"] == 0 and probes["ok"] > 0 and len(probes["other"]) <= 1,
+          f"{probes['ok']} answered, {probes['refused']} refused, other: {probes['other'][:3]}")
 second = daemon_pid(holder)
 check("a new daemon runs under the same holder", second is not None and second != first, f"{first} -> {second}")
 try:
