@@ -202,7 +202,6 @@ void Host::upgrade() {
   auto t0 = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, holder::CarriedSession>> carried;
   std::vector<std::pair<std::string, int>> stdin_pipes;
-  std::vector<session::Session*> frozen;
   for (session::Session* s : pm_->sessions()) {
     holder::CarriedSession c;
     if (s->finished()) {  // the holder let it go: its facts and end travel with its output
@@ -213,7 +212,6 @@ void Host::upgrade() {
     }
     c.state = s->carry();
     carried.emplace_back(s->id(), std::move(c));
-    frozen.push_back(s);
     if (const auto* p = s->process(); p && !s->finished() && p->stdin_pipe_fd() >= 0)
       stdin_pipes.emplace_back(s->id(), p->stdin_pipe_fd());
   }
@@ -223,7 +221,6 @@ void Host::upgrade() {
 #endif
   if (auto r = holder_->hand_over(carried, stdin_pipes, listeners); !r) {
     UEXEC_LOG(kError, "upgrade: the hand-over to the holder failed ({}); this daemon goes on", r.error().message());
-    for (session::Session* s : frozen) s->cancel_carry();
     return;
   }
   auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();

@@ -13,11 +13,11 @@
 // does); once the server (for MCP: the service) is done and stdout is flushed, the loop stops.
 // Teardown: the signal watchers, the front doors, the server, the service, the manager, the
 // loop: each goes before what it uses.
-// Upgrade (under a holder, when it asks): every held session stops being read and hands over
-// what it holds (Session::carry), the Unix and WebSocket listeners go with them, the journal writes what it
-// queued, and the process leaves at once with _exit: nothing is ended or unlinked, since it all
-// belongs to the next daemon now. If the hand-over fails, the sessions are read again and this
-// daemon goes on. Loop thread only.
+// Upgrade (under a holder, when it asks): within one loop callback, so that nothing is read
+// any more, every held session hands over what it holds (Session::carry), the Unix and
+// WebSocket listeners go with them, the journal writes what it queued, and the process leaves
+// at once with _exit: nothing is ended or unlinked, since it all belongs to the next daemon
+// now. If the hand-over fails, the callback returns and this daemon goes on. Loop thread only.
 #pragma once
 
 #include <chrono>

@@ -81,6 +81,7 @@ Result<std::unique_ptr<HolderLink>> HolderLink::connect(loop::Loop& loop, sessio
       a.owner = meta.value("owner", json());
       take_fds(*m, a.handover.fds);
       if (b.contains("exit")) a.handover.exit = read_exit(b["exit"]);
+      self->pm_->prepare_adopt(a.handover);  // an upgrade's early adopts: while the daemon before serves
       if (known) *known = std::move(a);
       else index.emplace(key, got.size()), got.push_back(std::move(a));
     }

@@ -140,7 +140,7 @@ Result<std::unique_ptr<PtyProcess>> PtyProcess::adopt(loop::Loop& loop, ChildRea
   self->pid_ = pid;
   for (int i = 0; i < 2; ++i) {
     if (!fds.out[i]) continue;
-    if (auto r = set_nonblocking(fds.out[i].get()); !r) return std::move(r).error();
+    // Non-blocking by uv_poll_init (watch_outputs), as after an upgrade it was already.
     self->outputs_[i].fd = std::move(fds.out[i]);
     self->outputs_[i].stream = opts.tty ? Stream::kPty : (i == 0 ? Stream::kStdout : Stream::kStderr);
     ++self->open_outputs_;

@@ -152,8 +152,7 @@ class PtyProcess {
   void hang_up();
   // Backpressure: stop/start reading output (the child then blocks). Each reason pauses on
   // its own; reading resumes when none is left.
-  // kHandover: the daemon hands this process over and reads no more.
-  enum PauseReason : unsigned { kSlowConsumer = 1, kOutputRate = 2, kHandover = 4 };
+  enum PauseReason : unsigned { kSlowConsumer = 1, kOutputRate = 2 };
   void pause_reading(PauseReason why = kSlowConsumer);
   void resume_reading(PauseReason why = kSlowConsumer);
 

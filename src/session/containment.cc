@@ -470,13 +470,18 @@ std::vector<pid_t> ContainmentGroup::members() const {
   return {};
 }
 
-std::unique_ptr<ContainmentGroup> Containment::adopt_group(const std::string& path, pid_t leader, std::string marker) {
+bool Containment::adoptable_cgroup(const std::string& path) const {
+  return cgroups() && path.size() > root_.size() && path.compare(0, root_.size() + 1, root_ + "/") == 0 &&
+         path.find('/', root_.size() + 1) == std::string::npos && path.find("..") == std::string::npos &&
+         ::access(path.c_str(), F_OK) == 0;
+}
+
+std::unique_ptr<ContainmentGroup> Containment::adopt_group(const std::string& path, pid_t leader, std::string marker,
+                                                           std::optional<bool> adoptable) {
   std::unique_ptr<ContainmentGroup> g(new ContainmentGroup(this, ContainmentTier::kTracked));
   g->marker_ = std::move(marker);
   g->leader_ = leader;
-  if (cgroups() && path.size() > root_.size() && path.compare(0, root_.size() + 1, root_ + "/") == 0 &&
-      path.find('/', root_.size() + 1) == std::string::npos && path.find("..") == std::string::npos &&
-      ::access(path.c_str(), F_OK) == 0) {
+  if (adoptable ? *adoptable : adoptable_cgroup(path)) {
     g->path_ = path;
     g->tier_ = ContainmentTier::kCgroup;
   }

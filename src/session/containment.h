@@ -35,6 +35,7 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -82,7 +83,11 @@ class Containment {
   // The group of a session taken over from an earlier daemon (holder/holder.h): its cgroup
   // `path` when it lies in our subtree and still exists, else tracked by its leader and `marker`
   // ("UEXEC_SESSION_ID=<id>", may be empty).
-  std::unique_ptr<ContainmentGroup> adopt_group(const std::string& path, pid_t leader, std::string marker);
+  // `adoptable`: adoptable_cgroup(path) when the caller looked already.
+  std::unique_ptr<ContainmentGroup> adopt_group(const std::string& path, pid_t leader, std::string marker,
+                                                std::optional<bool> adoptable = std::nullopt);
+  // Whether `path` is a cgroup adopt_group may take: directly in our subtree, and there.
+  bool adoptable_cgroup(const std::string& path) const;
   // The cgroup side of `limits` (memory, pids, cpu) for one session whose containment group
   // is `group` (may be null); `supervised`: a sandbox's namespaces (not in `group`'s cgroup).
   // kUnsupported, saying why, when a controller it needs is nowhere the manager can write.

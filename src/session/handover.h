@@ -49,6 +49,9 @@ struct Handover {
   bool pid_namespace = false;  // a supervised sandbox: the kernel empties it with its init
   std::int64_t started_wall_ms = 0;
   std::string cgroup;  // its containment cgroup's directory, or empty
+  // Whether `cgroup` is one adopt may take, when ProcessManager::prepare_adopt looked already
+  // (an upgrade looks while the daemon before still serves); empty: adopt looks itself.
+  std::optional<bool> cgroup_adoptable;
   std::string marker;  // the tracked tier's "UEXEC_SESSION_ID=<id>", or empty
   std::vector<std::string> late_deny;  // deny-read globs masked after launch (fds.mask_requests)
   std::uint64_t next_seq = 1, total = 0, newlines = 0;

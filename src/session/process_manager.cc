@@ -87,6 +87,10 @@ Result<void> ProcessManager::watch_late_deny(Session& session) {
   return {};
 }
 
+void ProcessManager::prepare_adopt(Handover& h) const {
+  if (containment_ && !h.pid_namespace && !h.cgroup.empty()) h.cgroup_adoptable = containment_->adoptable_cgroup(h.cgroup);
+}
+
 Result<SessionId> ProcessManager::adopt(Handover h) {
   SessionId id = h.id;
   if (id.empty() || sessions_.count(id) != 0) return Error::invalid("process id " + id + " is empty or in use");

@@ -60,6 +60,10 @@ class ProcessManager final : public SessionObserver {
   // recorders hear of it as of a start. A sandboxed one whose deny-read can no longer be
   // kept is killed, as at a start.
   [[nodiscard]] base::Result<SessionId> adopt(Handover h);
+  // What adopt would look up that the daemon before cannot change (whether its cgroup is
+  // still there), looked up now and kept in `h`: an upgrade's standby daemon does it before the
+  // hand-over, so that it is not part of the pause.
+  void prepare_adopt(Handover& h) const;
   // A taken-over session's leader ended; its reaper (the holder) says how.
   void deliver_exit(pid_t pid, const pty::ExitStatus& st) noexcept { (void)reaper_.deliver(pid, st); }
   // That reaper is gone: taken-over sessions end when their pidfds say so, status unknown.

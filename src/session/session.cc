@@ -146,7 +146,7 @@ Result<void> Session::adopt(Handover h) {
   if (h.pid_namespace) {
     tier_ = ContainmentTier::kPidNamespace;
   } else if (containment_ && !finished_before) {
-    group_ = containment_->adopt_group(h.cgroup, h.pid, h.marker);
+    group_ = containment_->adopt_group(h.cgroup, h.pid, h.marker, h.cgroup_adoptable);
     tier_ = group_->tier();
   }
   late_deny_ = std::move(h.late_deny);
@@ -423,16 +423,9 @@ Result<void> Session::make_screen() {
   return {};
 }
 
-void Session::cancel_carry() {
-  if (process_) process_->resume_reading(pty::PtyProcess::kHandover);
-}
-
 Carried Session::carry() {
   Carried c;
-  if (process_) {
-    process_->pause_reading(pty::PtyProcess::kHandover);
-    c.pending_input = process_->queued_input_bytes();
-  }
+  if (process_) c.pending_input = process_->queued_input_bytes();
   c.exit = exit_;
   c.next_seq = next_seq_;
   c.size = size_;

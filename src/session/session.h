@@ -91,12 +91,10 @@ class Session final : public pty::ProcessListener {
   // ring and screen after an upgrade; after a crash it is a gap, and a terminal's foreground
   // program is sent SIGWINCH so that a full-screen one redraws what the lost model showed.
   [[nodiscard]] base::Result<void> adopt(Handover h);
-  // For a hand-over on purpose (an upgrade): stops reading output for good (the child then
-  // blocks, and what it writes waits in the kernel for the next daemon) and returns what
-  // this session holds. Call once, just before this process leaves.
+  // For a hand-over on purpose (an upgrade): what this session holds. The caller turns the
+  // loop no more before it leaves, so nothing is read after this (what the child writes waits
+  // in the kernel for the next daemon); if the hand-over fails, the session simply goes on.
   Carried carry();
-  // The hand-over failed: this daemon keeps the session and reads it again.
-  void cancel_carry();
   // Where the output counters are copied as they move (seq_mirror.h); null: nowhere.
   void set_mirror(SeqMirror* mirror) noexcept;
   // What a holder needs to give this session to another daemon; false before start.
