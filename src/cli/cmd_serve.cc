@@ -212,7 +212,8 @@ int cmd_serve(const std::vector<std::string>& args) {
                "  keeps their output). --no-holder (or UEXEC_HOLDER=0): one process; its death ends them.\n"
                "  --upgrade replaces the running daemon with the binary now on disk (with the flags it was\n"
                "  started with) and keeps every running process, its pid, output, screen and pending input;\n"
-               "  clients reconnect and resume. SIGUSR2 to the serve process does the same (a service's\n"
+               "  clients reconnect and resume; the socket and the WebSocket port stay open throughout.\n"
+               "  SIGUSR2 to the serve process does the same (a service's\n"
                "  reload). Finished processes are carried over too, with their output and exit code.\n"
                "  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
     std::fputs(SandboxFlags::kHelp, stdout);

@@ -21,6 +21,7 @@
 #include "rpc/base64.h"
 #include "rpc/environment_config.h"
 #include "rpc/file_uri.h"
+#include "rpc/json_rpc.h"  // the error codes
 
 namespace uexec::rpc {
 
@@ -28,9 +29,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int kInvalidRequest = -32600;
-constexpr int kInvalidParams = -32602;
-constexpr int kInternalError = -32603;
 // fs/readDirectory answers at most this many entries (and says `truncated`): one reply line.
 constexpr std::size_t kMaxDirectoryEntries = 100000;
 
