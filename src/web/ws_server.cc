@@ -1,9 +1,5 @@
 #include "web/ws_server.h"
 
-#include <arpa/inet.h>
-#include <netdb.h>
-#include <sys/socket.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <fmt/core.h>
@@ -398,10 +394,6 @@ bool origin_allowed(std::string_view origin, int port, const std::vector<std::st
   std::string suffix = port == 80 ? "" : ":" + std::to_string(port);
   return *o == "http://127.0.0.1" + suffix || *o == "http://localhost" + suffix || *o == "http://[::1]" + suffix;
 }
-
-namespace {
-
-}  // namespace
 
 WsServer::WsServer(loop::Loop& loop, rpc::ExecServer& server, WsOptions options)
     : loop_(loop), server_(server), opts_(std::move(options)) {}
