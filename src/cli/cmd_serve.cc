@@ -213,8 +213,8 @@ int cmd_serve(const std::vector<std::string>& args) {
                "  --upgrade replaces the running daemon with the binary now on disk (with the flags it was\n"
                "  started with) and keeps every running process, its pid, output, screen and pending input;\n"
                "  clients reconnect and resume; the socket and the WebSocket port stay open throughout.\n"
-               "  SIGUSR2 to the serve process does the same (a service's\n"
-               "  reload). Finished processes are carried over too, with their output and exit code.\n"
+               "  SIGUSR2 to the serve process does the same (a service's reload). Finished processes\n"
+               "  are carried over too, with their output and exit code.\n"
                "  Stop it with SIGTERM or Ctrl-C. The default sandbox of exec/*:\n", stdout);
     std::fputs(SandboxFlags::kHelp, stdout);
     std::fputs(kConfigNote, stdout);

@@ -116,8 +116,8 @@ Result<std::unique_ptr<TcpListener>> TcpListener::inherit(loop::Loop& loop, Uniq
   socklen_t have_len = sizeof have;
   if (::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&have), &have_len) < 0) return Error::sys("getsockname");
   if (!same_address(have, *want) || (port != 0 && port_of(have) != port))
-    return Error::invalid("the inherited WebSocket listener is on port " + std::to_string(port_of(have)) +
-                          " of another address than " + where);
+    return Error::invalid("the inherited WebSocket listener (port " + std::to_string(port_of(have)) +
+                          ") is not on " + where);
   if (auto fl = ::fcntl(fd.get(), F_GETFL); fl < 0 || ::fcntl(fd.get(), F_SETFL, fl | O_NONBLOCK) < 0)
     return Error::sys("fcntl O_NONBLOCK on the inherited WebSocket listener");
   const int bound = port_of(have);
